@@ -1,0 +1,18 @@
+"bench/metric_memory.py runs end to end at small T and reports agreement of the two methods."
+import json, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_metric_memory_small(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'metric_memory.py'), '--T', '128', '512',
+                          '--heads', '4', '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert 'mem ratio' in out.stdout and 'max |Δα|' in out.stdout
+    rows = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    assert [r['T'] for r in rows] == [128, 512]
+    for r in rows:
+        assert r['max_delta'] <= 1e-5
+        assert r['eager_mib'] > 0 and r['streaming_mib'] > 0 and r['eager_s'] > 0
+    assert rows[-1]['eager_mib'] > rows[0]['eager_mib'], 'eager memory grows with T²'
