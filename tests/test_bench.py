@@ -16,3 +16,15 @@ def test_metric_memory_small(tmp_path):
         assert r['max_delta'] <= 1e-5
         assert r['eager_mib'] > 0 and r['streaming_mib'] > 0 and r['eager_s'] > 0
     assert rows[-1]['eager_mib'] > rows[0]['eager_mib'], 'eager memory grows with T²'
+
+
+def test_model_speed_small(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'model_speed.py'), '--presets', 'tiny-cpu', '--T', '64', '--steps', '1',
+                          '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = {r['backend']: r for r in json.loads((tmp_path / 'rows.json').read_text())['rows']}
+    for backend in ('auto', 'eager', 'sdpa', 'chunked'):
+        assert rows[backend]['tokens_per_s'] > 0, rows[backend]
+    assert rows['auto']['chosen'] == 'sdpa'
+    assert 'no backward pass on CPU' in rows['flex']['error']        # refused with a reason, never a silent fallback
+    assert 'n/a' in out.stdout

@@ -14,7 +14,7 @@ def cases(draw):
     T = draw(st.integers(1, 40))
     Hkv = draw(st.integers(1, 3)); G = draw(st.integers(1, 3))
     kw = dict(op=draw(st.sampled_from(OPS)), chunk=draw(st.integers(1, T + 3)))
-    if kw['op'] != 'softmax': kw['normalize'] = draw(st.booleans())
+    if OPERATIONS[kw['op']].similarity is not None: kw['normalize'] = draw(st.booleans())
     kw['proxy'] = draw(st.booleans())
     causal = draw(st.booleans())
     if causal:
