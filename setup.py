@@ -32,7 +32,7 @@ setuptools.setup(
                  f'Natural Language :: {cfg["language"]}']
                 + [f'Programming Language :: Python :: {v}' for v in py_versions[py_versions.index(min_python):]],
     packages=setuptools.find_packages(include=['sink_nb', 'sink_nb.*']),
-    package_data={'sink_nb': ['configs/*.yaml']},
+    package_data={'sink_nb': ['configs/*.yaml', 'data_files/*.txt']},
     include_package_data=True,
     python_requires=f'>={min_python}',
     install_requires=_reqs('requirements'),

