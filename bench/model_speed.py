@@ -78,6 +78,7 @@ def main(argv=None):
     print(header); print('-' * len(header))
     rows = []
     for preset in args.presets:
+        measure(preset, 'eager', argparse.Namespace(**(vars(args) | dict(steps=1, compile=False))), device)   # warm the allocator for this size
         for backend in args.backends:
             r = measure(preset, backend, args, device) | dict(preset=preset, backend=backend)
             rows.append(r)

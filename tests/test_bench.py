@@ -28,3 +28,12 @@ def test_model_speed_small(tmp_path):
     assert rows['auto']['chosen'] == 'sdpa'
     assert 'no backward pass on CPU' in rows['flex']['error']        # refused with a reason, never a silent fallback
     assert 'n/a' in out.stdout
+
+
+def test_train_throughput_small(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'train_throughput.py'), '--presets', 'tiny-cpu', '--backends', 'sdpa', 'chunked',
+                          '--T', '64', '--steps', '4', '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    assert [r['backend'] for r in rows] == ['sdpa', 'chunked'] and all(r['tokens_per_s'] > 0 for r in rows)
+    assert 'mfu' not in rows[0], 'no MFU without a known peak (CPU)'
