@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .metrics import _check_int
+
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'PROBES', 'builtin_texts', 'BigramBackcopy', 'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'Blocks',
            'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch']
@@ -193,10 +195,6 @@ def prefix_loss_mask(T:int, prefix:int) -> Tensor:   # (T,) bool over target pos
 
 # %% ../nbs/03_data.ipynb #c24a8709
 PROBES = ('natural', 'random', 'repeated')
-
-def _check_int(v, name:str, lo:int):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo: raise ValueError(f"`{name}` must be an integer >= {lo}, got {v!r}")
-    return int(v)
 
 def _bos_prefix(tokenizer, add_bos:bool|None) -> list[int]:
     "Ids to put before every sample: the tokenizer's own prefix (None), a BOS (True) or none (False)."

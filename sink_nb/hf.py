@@ -16,19 +16,13 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .data import PROBES, builtin_texts, probe_batch
-from .metrics import (SinkResult, head_norms, hidden_norms, importance, importance_from_qk,
+from .metrics import (SinkResult, _check_int, head_norms, hidden_norms, importance, importance_from_qk,
                              massive_activation_ratio, query_key_alignment)
 
 # %% auto #0
 __all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'measure', 'measure_many']
 
 # %% ../nbs/05_hf.ipynb #1b13b543
-def _check_int(v, name:str, lo:int, allow_none:bool=False):
-    if v is None and allow_none: return v
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-        raise ValueError(f"`{name}` must be an integer >= {lo}{' or None' if allow_none else ''}, got {v!r}")
-    return int(v)
-
 def _check_choice(v, name:str, allowed):
     if v not in allowed: raise ValueError(f"`{name}` must be one of {list(allowed)}, got {v!r}")
     return v

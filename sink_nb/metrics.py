@@ -38,8 +38,8 @@ def _check_int(v, name:str, lo:int, hi:int|None=None, allow_none:bool=False):
     "Raise ValueError naming `name` unless `v` is an integer in [lo, hi] (or None when allowed)."
     if v is None and allow_none: return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo or (hi is not None and v > hi):
-        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ValueError(f"`{name}` must be an integer in {rng}{' or None' if allow_none else ''}, got {v!r}")
+        rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ValueError(f"`{name}` must be an integer {rng}{' or None' if allow_none else ''}, got {v!r}")
     return int(v)
 
 # %% ../nbs/00_metrics.ipynb #10ac4981
