@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .metrics import OPERATIONS, _prepare, _weights_of_rows, _key_range, _auto_chunk
+from .metrics import OPERATIONS, _prepare, _weights_of_rows, _key_range, _auto_chunk, _visible_rule
 
 # %% auto #0
 __all__ = ['BACKENDS', 'SOFTMAX_FAMILY', 'log', 'unsupported_reason', 'choose_backend', 'attend']
@@ -91,14 +91,6 @@ def _with_slot(k, v, slot_k, slot_v, sink_logit):
     ks = torch.zeros(B, Hkv, 1, d, dtype=k.dtype, device=k.device) if slot_k is None else slot_k.to(k.dtype).expand(Hkv, d).reshape(1, Hkv, 1, d).expand(B, -1, -1, -1)
     vs = torch.zeros(B, Hkv, 1, v.shape[-1], dtype=v.dtype, device=v.device) if slot_v is None else slot_v.to(v.dtype).expand(Hkv, v.shape[-1]).reshape(1, Hkv, 1, -1).expand(B, -1, -1, -1)
     return torch.cat([ks, k], 2), torch.cat([vs, v], 2)
-
-def _visible_rule(window, prefix):
-    "visible(i, j) for index tensors, the paper's causal/window/prefix rule."
-    def visible(i, j):
-        vis = j <= i
-        if window is not None: vis = vis & (j > i - window)
-        return vis | (j < prefix)
-    return visible
 
 def _sdpa(q, k, v, slot_k, slot_v, sink_logit, window, prefix, score_bias, mask, scale):
     B, H, T, _ = q.shape

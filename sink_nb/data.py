@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_data.ipynb #0ea6fb06
 from __future__ import annotations
-import importlib.resources, json, math, numbers
+import importlib.resources, json, math
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -129,13 +129,18 @@ OPERATIONS = {op.name: op for op in [
 ]}
 
 # %% ../nbs/00_metrics.ipynb #b1e6e2bb
+def _visible_rule(window:int|None, prefix:int):
+    "visible(i, j) on index tensors: the paper's causal, sliding-window and prefix-LM rule (also FlexAttention's mask_mod)."
+    def visible(i, j):
+        vis = j <= i
+        if window is not None: vis = vis & (j > i - window)
+        return vis | (j < prefix)
+    return visible
+
 def _visible(rows:Tensor, cols:Tensor, causal:bool, window:int|None, prefix:int) -> Tensor:
-    "Bool (rows, cols): may query i see key j? Causal, sliding-window and prefix-LM rules of the paper."
-    i, j = rows[:, None], cols[None, :]
+    "Bool (rows, cols): may query i see key j?"
     if not causal: return torch.ones(len(rows), len(cols), dtype=torch.bool, device=rows.device)
-    vis = j <= i
-    if window is not None: vis &= j > i - window
-    return vis | (j < prefix)
+    return _visible_rule(window, prefix)(rows[:, None], cols[None, :])
 
 def _key_range(i0:int, i1:int, T:int, causal:bool, window:int|None, prefix:int) -> tuple[int, int]:
     "The smallest [j0, j1) holding every key that rows i0..i1-1 can see."
