@@ -47,7 +47,8 @@ def make_qk(T, heads, d_head, batch, device, seed=0):
 
 def eager_alpha(q, k, op):
     "The reference method: materialise every (T, T) matrix, then α. Softmax is written out as eager attention does."
-    from sink_nb.metrics import importance, attention_weights
+    from sink_nb.attention import attention_weights
+    from sink_nb.metrics import importance
     if op != 'softmax': return importance(attention_weights(q, k, op=op))
     T = q.shape[-2]
     scores = (q @ k.transpose(-1, -2)).mul_(1 / math.sqrt(q.shape[-1]))                 # (B, H, T, T)

@@ -28,10 +28,11 @@ __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 
            'Relative', 'RelativeReference', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block', 'SinkLM',
            'mask_key_hook', 'measure_model', 'to_hf']
 
-# %% ../nbs/03_model.ipynb #0c1fef7b
+# %% ../nbs/03_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
     "RMSNorm computed in float32, as LLaMA's."
-    def __init__(self, d:int, eps:float=1e-5): super().__init__(); self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+    def __init__(self, d:int, eps:float=1e-5):
+        super().__init__(); self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
     def reset_parameters(self): nn.init.ones_(self.weight)
     def forward(self, x:Tensor) -> Tensor:
         xf = x.float()
@@ -40,12 +41,13 @@ class RMSNorm(nn.Module):
 NORMS = {'rms': RMSNorm, 'layer': nn.LayerNorm}
 NormName = Literal[tuple(NORMS)]
 
-# %% ../nbs/03_model.ipynb #1911ecfd
+# %% ../nbs/03_model.ipynb #e6c06ec8
 class GatedMLP(nn.Module):
     "down(act(gate(x)) · up(x)): SwiGLU, GeGLU, ReGLU."
     def __init__(self, d:int, d_ff:int, act:Callable):
         super().__init__(); self.act = act
-        self.gate, self.up, self.down = nn.Linear(d, d_ff, bias=False), nn.Linear(d, d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
+        self.gate, self.up = nn.Linear(d, d_ff, bias=False), nn.Linear(d, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d, bias=False)
     def forward(self, x:Tensor) -> Tensor: return self.down(self.act(self.gate(x)) * self.up(x))
 
 class PlainMLP(nn.Module):
@@ -55,8 +57,9 @@ class PlainMLP(nn.Module):
         self.up, self.down = nn.Linear(d, d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
     def forward(self, x:Tensor) -> Tensor: return self.down(self.act(self.up(x)))
 
-MLPS = {'swiglu': partial(GatedMLP, act=F.silu), 'geglu': partial(GatedMLP, act=F.gelu), 'reglu': partial(GatedMLP, act=F.relu),
-        'relu': partial(PlainMLP, act=F.relu), 'gelu': partial(PlainMLP, act=F.gelu), 'swish': partial(PlainMLP, act=F.silu),
+MLPS = {'swiglu': partial(GatedMLP, act=F.silu), 'geglu': partial(GatedMLP, act=F.gelu),
+        'reglu': partial(GatedMLP, act=F.relu), 'relu': partial(PlainMLP, act=F.relu),
+        'gelu': partial(PlainMLP, act=F.gelu), 'swish': partial(PlainMLP, act=F.silu),
         'none': None}
 MLPName = Literal[tuple(MLPS)]
 
@@ -68,11 +71,12 @@ class NoPE(nn.Module):
     def rotate(self, q:Tensor, k:Tensor, positions:Tensor): return q, k          # RoPE
     def score_bias(self) -> Callable|None: return None                          # (rows, cols) -> (H, c, n)
 
-# %% ../nbs/03_model.ipynb #58028d3b
+# %% ../nbs/03_model.ipynb #f7604a7e
 class RoPE(NoPE):
     def __init__(self, head_dim:int, base:float=10000.0):
         super().__init__()
-        self.register_buffer('inv_freq', 1 / base ** (torch.arange(0, head_dim, 2).float() / head_dim), persistent=False)
+        self.register_buffer('inv_freq', 1 / base ** (torch.arange(0, head_dim, 2).float() / head_dim),
+                             persistent=False)
     def rotate(self, q:Tensor, k:Tensor, positions:Tensor):
         freqs = positions.float()[:, None] * self.inv_freq[None]                    # (S, d_h/2)
         cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
@@ -98,7 +102,7 @@ def alibi_slopes(n_head:int) -> Tensor:
     closest = 2 ** math.floor(math.log2(n_head))
     return torch.tensor(geometric(closest) + geometric(2 * closest)[0::2][:n_head - closest])
 
-# %% ../nbs/03_model.ipynb #243b0b52
+# %% ../nbs/03_model.ipynb #90590e22
 class AlibiBias:
     "ALiBi's -m_h · (i - j) as a score bias."
     def __init__(self, slopes:Tensor): self.slopes = slopes
@@ -108,20 +112,23 @@ class AlibiBias:
 
 class ALiBi(NoPE):
     biases_scores = True
-    def __init__(self, n_head:int): super().__init__(); self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
+    def __init__(self, n_head:int):
+        super().__init__(); self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
     def score_bias(self) -> AlibiBias: return AlibiBias(self.slopes)
 
-# %% ../nbs/03_model.ipynb #8d5bfe42
+# %% ../nbs/03_model.ipynb #9e917fb5
 def t5_bucket(distance:Tensor, n_buckets:int=32, max_distance:int=128) -> Tensor:
     "T5's unidirectional bucket of distances i - j (negative distances, seen only in a prefix, share bucket 0)."
     n, exact = distance.clamp_min(0), n_buckets // 2
-    log_bucket = exact + (torch.log(n.float().clamp_min(1) / exact) / math.log(max_distance / exact) * (n_buckets - exact)).long()
+    scaled = torch.log(n.float().clamp_min(1) / exact) / math.log(max_distance / exact) * (n_buckets - exact)
+    log_bucket = exact + scaled.long()
     return torch.where(n < exact, n, log_bucket.clamp_max(n_buckets - 1))
 
-# %% ../nbs/03_model.ipynb #5f97aa87
+# %% ../nbs/03_model.ipynb #067e09d9
 class BucketBias:
     "A score bias read from a (buckets, H) table by the T5 bucket of i - j."
-    def __init__(self, table:Tensor, n_buckets:int, max_distance:int): self.table, self.nb, self.md = table, n_buckets, max_distance
+    def __init__(self, table:Tensor, n_buckets:int, max_distance:int):
+        self.table, self.nb, self.md = table, n_buckets, max_distance
     def __call__(self, rows:Tensor, cols:Tensor) -> Tensor:                      # (H, c, n)
         return self.table[t5_bucket(rows[:, None] - cols[None, :], self.nb, self.md)].permute(2, 0, 1)
     def at(self, h, i, j): return self.table[t5_bucket(i - j, self.nb, self.md), h]
@@ -138,7 +145,8 @@ class RelativeReference(Relative):
     "The reference code's relative PE: + bucket(i - j) itself, every head, not learned."
     def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
         NoPE.__init__(self); self.nb, self.md = n_buckets, max_distance
-        self.register_buffer('table', torch.arange(n_buckets).float()[:, None].expand(n_buckets, n_head).contiguous(), persistent=False)
+        self.register_buffer('table', torch.arange(n_buckets).float()[:, None].expand(n_buckets, n_head).contiguous(),
+                             persistent=False)
 
 # %% ../nbs/03_model.ipynb #8ca1cecc
 POSITIONS = {
@@ -163,7 +171,7 @@ def apply_gate(out:Tensor, gate:nn.Module, x:Tensor) -> Tensor:
     B, H, T, _ = out.shape
     return out * torch.sigmoid(gate(x)).view(B, T, H, -1).transpose(1, 2)
 
-# %% ../nbs/03_model.ipynb #a6df9e69
+# %% ../nbs/03_model.ipynb #1f3c12e2
 InitName = Literal['reference', 'written']
 BackendName = Literal[('auto',) + BACKENDS]
 
@@ -184,7 +192,7 @@ class SinkConfig:
     window:PositiveInt|None = None         # sliding window w
     prefix:NonNegativeInt = 0              # prefix LM: first `prefix` tokens visible to all
     k_bias:bool = False                    # learned key slot k* (K bias; with v_bias: KV bias)
-    v_bias:bool = False                    # learned v*: the slot's value, or, without k_bias, added to the output (V bias)
+    v_bias:bool = False                    # learned v*: the slot's value or, without k_bias, added to the output
     bias_per_head:bool = False             # k*, v* per key head (H_kv, d_h) or shared (d_h,), the reference's default
     v_bias_scale:float|None = None         # K bias only: fix v* = scale·1 instead of 0
     sink_token:bool = False                # a learned token embedding prepended to every sequence
@@ -206,37 +214,50 @@ class SinkConfig:
     n_slots = property(lambda self: int(self.has_slot) + int(self.sink_token))
     def __post_init__(self): _migrate(self); check_fields(self); _resolve(self)
 
-# %% ../nbs/03_model.ipynb #f6dbab86
+# %% ../nbs/03_model.ipynb #0a03600d
 _RENAMED = {'sink_logit': "attention='softmax', sink_logit=True", 'gated': "attention='softmax', gate='headwise'"}
 
 def _migrate(cfg:SinkConfig):
-    if cfg.attention in _RENAMED: raise ValueError(f"attention={cfg.attention!r} is now written {_RENAMED[cfg.attention]}")
+    if cfg.attention in _RENAMED:
+        raise ValueError(f"attention={cfg.attention!r} is now written {_RENAMED[cfg.attention]}")
 
 def _conflict(ok:bool, a:str, b:str, why:str):
     if not ok: raise ValueError(f"`{a}` and `{b}` conflict: {why}")
 
-# %% ../nbs/03_model.ipynb #261a9b42
+# %% ../nbs/03_model.ipynb #82e177c8
 def _resolve(cfg:SinkConfig):
     "Resolve defaults and reject impossible combinations, naming both fields."
     op = cfg.operation
-    _conflict(cfg.n_embd % cfg.n_head == 0, 'n_embd', 'n_head', f"n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}")
+    _conflict(cfg.n_embd % cfg.n_head == 0, 'n_embd', 'n_head',
+              f"n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}")
     if cfg.n_kv_head is None: cfg.n_kv_head = cfg.n_head
-    _conflict(cfg.n_head % cfg.n_kv_head == 0, 'n_head', 'n_kv_head', f"n_head={cfg.n_head} must be a multiple of n_kv_head={cfg.n_kv_head}")
-    _conflict(cfg.pos != 'rope' or cfg.head_dim % 2 == 0, 'pos', 'n_embd', f"RoPE needs an even head dimension, got {cfg.head_dim}")
-    _conflict(op.optional_norm or cfg.normalize in (None, True), 'normalize', 'attention', f"attention={cfg.attention!r} always normalises its rows")
+    _conflict(cfg.n_head % cfg.n_kv_head == 0, 'n_head', 'n_kv_head',
+              f"n_head={cfg.n_head} must be a multiple of n_kv_head={cfg.n_kv_head}")
+    _conflict(cfg.pos != 'rope' or cfg.head_dim % 2 == 0, 'pos', 'n_embd',
+              f"RoPE needs an even head dimension, got {cfg.head_dim}")
+    _conflict(op.optional_norm or cfg.normalize in (None, True), 'normalize', 'attention',
+              f"attention={cfg.attention!r} always normalises its rows")
     if cfg.normalize is None: cfg.normalize = not op.optional_norm
-    _conflict(cfg.norm_scale == 1.0 or not op.optional_norm, 'norm_scale', 'attention', "the normalisation scale α multiplies softmax-family attention only")
-    _conflict(cfg.window is None or cfg.window <= cfg.block_size, 'window', 'block_size', f"window={cfg.window} is larger than the context block_size={cfg.block_size}")
-    _conflict(cfg.prefix < cfg.block_size, 'prefix', 'block_size', f"prefix={cfg.prefix} must be in 0..block_size-1={cfg.block_size - 1}")
+    _conflict(cfg.norm_scale == 1.0 or not op.optional_norm, 'norm_scale', 'attention',
+              "the normalisation scale α multiplies softmax-family attention only")
+    _conflict(cfg.window is None or cfg.window <= cfg.block_size, 'window', 'block_size',
+              f"window={cfg.window} is larger than the context block_size={cfg.block_size}")
+    _conflict(cfg.prefix < cfg.block_size, 'prefix', 'block_size',
+              f"prefix={cfg.prefix} must be in 0..block_size-1={cfg.block_size - 1}")
     _conflict(int(cfg.k_bias) + int(cfg.sink_logit) + int(op.fixed_logit is not None) <= 1, 'k_bias', 'sink_logit',
-              f"a layer has one key slot; k_bias={cfg.k_bias}, sink_logit={cfg.sink_logit}, attention={cfg.attention!r} ask for more")
-    _conflict(not cfg.sink_logit or op.feature is None, 'sink_logit', 'attention', "kernel attention has no scores for a logit to compete with")
-    _conflict(cfg.v_bias_scale is None or (cfg.k_bias and not cfg.v_bias), 'v_bias_scale', 'v_bias', "a fixed v* needs k_bias=True and v_bias=False")
-    _conflict(not POSITIONS_BIAS_SCORES[cfg.pos] or op.feature is None, 'pos', 'attention', f"pos={cfg.pos!r} biases scores, which kernel attention does not have")
+              f"a layer has one key slot; k_bias={cfg.k_bias}, sink_logit={cfg.sink_logit}, "
+              f"attention={cfg.attention!r} ask for more")
+    _conflict(not cfg.sink_logit or op.feature is None, 'sink_logit', 'attention',
+              "kernel attention has no scores for a logit to compete with")
+    _conflict(cfg.v_bias_scale is None or (cfg.k_bias and not cfg.v_bias), 'v_bias_scale', 'v_bias',
+              "a fixed v* needs k_bias=True and v_bias=False")
+    _conflict(not POSITIONS_BIAS_SCORES[cfg.pos] or op.feature is None, 'pos', 'attention',
+              f"pos={cfg.pos!r} biases scores, which kernel attention does not have")
 
-POSITIONS_BIAS_SCORES = {'rope': False, 'alibi': True, 'nope': False, 'absolute': False, 'learned': False, 'relative': True, 'relative_reference': True}
+POSITIONS_BIAS_SCORES = {'rope': False, 'alibi': True, 'nope': False, 'absolute': False, 'learned': False,
+                         'relative': True, 'relative_reference': True}
 
-# %% ../nbs/03_model.ipynb #297b1698
+# %% ../nbs/03_model.ipynb #eefc2cce
 @patch
 def to_yaml(self:SinkConfig, path=None) -> str:
     "The config as YAML (written to `path` when given)."
@@ -249,12 +270,14 @@ def from_yaml(cls:SinkConfig, source) -> SinkConfig:
     "A config from YAML text or a .yaml file; unknown keys raise."
     is_file = isinstance(source, Path) or (isinstance(source, str) and source.endswith(('.yaml', '.yml')))
     data = yaml.safe_load(Path(source).read_text() if is_file else source) or {}
-    if not isinstance(data, dict): raise ValueError(f"a SinkConfig YAML must be a mapping of field: value, got a {type(data).__name__}")
+    if not isinstance(data, dict):
+        raise ValueError(f"a SinkConfig YAML must be a mapping of field: value, got a {type(data).__name__}")
     unknown = set(data) - {f.name for f in fields(cls)}
-    if unknown: raise ValueError(f"unknown SinkConfig fields {sorted(unknown)}; valid fields: {[f.name for f in fields(cls)]}")
+    if unknown:
+        raise ValueError(f"unknown SinkConfig fields {sorted(unknown)}; valid fields: {[f.name for f in fields(cls)]}")
     return cls(**data)
 
-# %% ../nbs/03_model.ipynb #0007b327
+# %% ../nbs/03_model.ipynb #bb77f03e
 _PAPER = dict(vocab_size=50432, block_size=2048)
 name_to_config = {
     'tiny-cpu': dict(n_layer=2, n_embd=64, n_head=4, d_ff=128, vocab_size=512, block_size=256),
@@ -265,10 +288,10 @@ name_to_config = {
 }
 
 @patch(cls_method=True)
-def from_name(cls:SinkConfig, name:str, **overrides) -> SinkConfig:
-    "A preset by name, with any field overridden."
-    check_choice(name, 'name', name_to_config)
-    return cls(**({'name': name} | name_to_config[name] | overrides))
+def from_name(cls:SinkConfig, preset:str, **overrides) -> SinkConfig:
+    "A preset by name, with any field (`name` included) overridden."
+    check_choice(preset, 'preset', name_to_config)
+    return cls(**({'name': preset} | name_to_config[preset] | overrides))
 
 # %% ../nbs/03_model.ipynb #38b91323
 class HookPoint(nn.Module):
@@ -280,7 +303,7 @@ class HookPoint(nn.Module):
         return self.register_forward_hook(lambda module, args, out: fn(out, module))
     hooked = property(lambda self: bool(self._forward_hooks))
 
-# %% ../nbs/03_model.ipynb #5987118d
+# %% ../nbs/03_model.ipynb #55b260cc
 class SelfAttention(nn.Module):
     "Multi-head attention with every attention knob of the config."
     def __init__(self, cfg:SinkConfig):
@@ -288,14 +311,18 @@ class SelfAttention(nn.Module):
         H, Hkv, dh, d = cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.n_embd
         self.n_head, self.n_kv_head, self.head_dim = H, Hkv, dh
         self.spec = AttentionSpec(cfg.attention, cfg.normalize, cfg.window, cfg.prefix + int(cfg.sink_token))
-        self.q, self.k, self.v = nn.Linear(d, H * dh, bias=False), nn.Linear(d, Hkv * dh, bias=False), nn.Linear(d, Hkv * dh, bias=False)
-        self.proj, self.norm_scale, self.gate = nn.Linear(H * dh, d, bias=False), cfg.norm_scale, GATES[cfg.gate] and GATES[cfg.gate](cfg)
+        self.q, self.k = nn.Linear(d, H * dh, bias=False), nn.Linear(d, Hkv * dh, bias=False)
+        self.v = nn.Linear(d, Hkv * dh, bias=False)
+        self.proj, self.norm_scale = nn.Linear(H * dh, d, bias=False), cfg.norm_scale
+        self.gate = GATES[cfg.gate] and GATES[cfg.gate](cfg)
         slot_shape = (Hkv, dh) if cfg.bias_per_head else (dh,)
         if cfg.k_bias: self.k_slot = nn.Parameter(torch.zeros(slot_shape))
         if cfg.v_bias: self.v_slot = nn.Parameter(torch.zeros(slot_shape))
-        if cfg.v_bias_scale is not None: self.register_buffer('v_fixed', torch.full(slot_shape, float(cfg.v_bias_scale)))
+        if cfg.v_bias_scale is not None:
+            self.register_buffer('v_fixed', torch.full(slot_shape, float(cfg.v_bias_scale)))
         if cfg.sink_logit: self.sink_logit = nn.Parameter(torch.zeros(H))
-        self.phi = nn.Sequential(nn.Linear(dh, dh, bias=False), nn.ReLU(), nn.Linear(dh, dh, bias=False)) if cfg.operation.feature == 'learned' else None
+        self.phi = nn.Sequential(nn.Linear(dh, dh, bias=False), nn.ReLU(),
+                                 nn.Linear(dh, dh, bias=False)) if cfg.operation.feature == 'learned' else None
         for name in ('q', 'k', 'v', 'attn_scores', 'pattern', 'z'): setattr(self, f'hook_{name}', HookPoint())
 
 # %% ../nbs/03_model.ipynb #aeec8826
@@ -313,7 +340,7 @@ def metric_options(self:SelfAttention) -> dict:
     return dict(op=s.op, normalize=s.normalize, window=s.window, prefix=s.prefix, key_bias=t['slot_k'],
                 sink_logit=t['sink_logit'], feature_map=t['feature_map'])
 
-# %% ../nbs/03_model.ipynb #6743e9b0
+# %% ../nbs/03_model.ipynb #885305ba
 @patch
 def forward(self:SelfAttention, x:Tensor, *, positions:Tensor, pos:NoPE, backend:str, mask:Tensor|None=None) -> Tensor:
     B, S, _ = x.shape
@@ -341,7 +368,8 @@ def _after_attention(self:SelfAttention, out:Tensor, x:Tensor) -> Tensor:
     "The normalisation scale α, a V-only bias, the gate."
     if self.norm_scale != 1.0: out = out * self.norm_scale
     if hasattr(self, 'v_slot') and not hasattr(self, 'k_slot'):                        # V bias: output += v*
-        out = out + self.v_slot.expand(self.n_kv_head, self.head_dim).repeat_interleave(self.n_head // self.n_kv_head, 0)[None, :, None]
+        v = self.v_slot.expand(self.n_kv_head, self.head_dim).repeat_interleave(self.n_head // self.n_kv_head, 0)
+        out = out + v[None, :, None]
     return out if self.gate is None else apply_gate(out, self.gate, x)
 
 # %% ../nbs/03_model.ipynb #905cfd22
@@ -388,7 +416,7 @@ class SinkLM(nn.Module):
         skip = ('wte.', 'lm_head.', 'pos.wpe.') if non_embedding else ()
         return sum(p.numel() for n, p in self.named_parameters() if not n.startswith(skip))
 
-# %% ../nbs/03_model.ipynb #acb3c927
+# %% ../nbs/03_model.ipynb #d5a23583
 def _init_extras(model:SinkLM, token_std:float):
     "k*, v* N(0, 0.02²); sink logits and the learned relative table zero; the sink token N(0, token_std²)."
     for name, p in model.named_parameters():
@@ -405,7 +433,8 @@ def _init_reference(model:SinkLM):
 def _init_written(model:SinkLM):
     "The reference's _init_weights: N(0, 2/(5·fan_in)) for linears and embeddings; SwiGLU's down N(0, 1/(fan_in·L²))."
     for module in model.modules():
-        if isinstance(module, (nn.Linear, nn.Embedding)): nn.init.normal_(module.weight, 0, math.sqrt(2 / (5 * module.weight.shape[1])))
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, 0, math.sqrt(2 / (5 * module.weight.shape[1])))
         elif isinstance(module, (RMSNorm, nn.LayerNorm)): module.reset_parameters()
     for module in model.modules():
         if isinstance(module, GatedMLP) and module.act is F.silu:
@@ -414,23 +443,26 @@ def _init_written(model:SinkLM):
 
 INITS = {'reference': _init_reference, 'written': _init_written}
 
-# %% ../nbs/03_model.ipynb #9a6e3824
+# %% ../nbs/03_model.ipynb #4d938e0b
 @patch
 def backend_for(self:SinkLM, x:Tensor, mask:Tensor|None=None, requested:str|None=None) -> str:
     "The attention backend a forward on input `x` (B, T, d) uses: `requested`, else the config's, 'auto' resolved."
     cfg = self.config
     dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
     return choose_backend(requested or cfg.backend, self.blocks[0].attn.spec, x.shape[1], device=x.device, dtype=dtype,
-                          slot=cfg.k_bias or cfg.sink_logit, score_bias=POSITIONS_BIAS_SCORES[cfg.pos], padding=mask is not None,
+                          slot=cfg.k_bias or cfg.sink_logit, score_bias=POSITIONS_BIAS_SCORES[cfg.pos],
+                          padding=mask is not None,
                           grad=torch.is_grad_enabled())
 
-# %% ../nbs/03_model.ipynb #bf2463f7
+# %% ../nbs/03_model.ipynb #6191ee80
 @patch
 def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=None) -> Tensor:
     "Logits (B, T, V) of token ids (B, T)."
     cfg = self.config
-    if idx.ndim != 2 or idx.dtype not in (torch.long, torch.int32): raise ValueError(f"`idx` must be integer token ids of shape (B, T), got {tuple(idx.shape)} {idx.dtype}")
-    if idx.shape[1] > cfg.block_size: raise ValueError(f"`idx` has T={idx.shape[1]} tokens; the model's block_size is {cfg.block_size}")
+    if idx.ndim != 2 or idx.dtype not in (torch.long, torch.int32):
+        raise ValueError(f"`idx` must be integer token ids of shape (B, T), got {tuple(idx.shape)} {idx.dtype}")
+    if idx.shape[1] > cfg.block_size:
+        raise ValueError(f"`idx` has T={idx.shape[1]} tokens; the model's block_size is {cfg.block_size}")
     x = self.wte(idx)                                                                     # (B, T, d)
     if cfg.sink_token:
         x = torch.cat([self.sink.expand(x.shape[0], 1, -1).to(x.dtype), x], 1)           # (B, 1 + T, d)
@@ -442,21 +474,22 @@ def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=Non
     for block in self.blocks: x = block(x, **attn_kw)
     return self.lm_head(self.norm(x))[:, int(cfg.sink_token):]                           # (B, T, V)
 
-# %% ../nbs/03_model.ipynb #8760a1c5
+# %% ../nbs/03_model.ipynb #32f8fb8e
 def _name_filter(f) -> Callable[[str], bool]:
     "A predicate on hook names from a name, a list of names, a predicate, or None (all)."
     if f is None: return lambda name: True
     if isinstance(f, str): return lambda name: name == f
     if isinstance(f, (list, tuple, set)): return lambda name: name in f
     if callable(f): return f
-    raise ValueError(f"`names_filter` must be a hook name, a list of names, a predicate or None, got {type(f).__name__}")
+    raise ValueError("`names_filter` must be a hook name, a list of names, a predicate or None, not a "
+                     f"{type(f).__name__}")
 
 @patch(as_prop=True)
 def hook_points(self:SinkLM) -> dict[str, HookPoint]:
     "Every hook point of the model by name."
     return {name: m for name, m in self.named_modules() if isinstance(m, HookPoint)}
 
-# %% ../nbs/03_model.ipynb #e41c7856
+# %% ../nbs/03_model.ipynb #2c1a656e
 @patch
 @contextlib.contextmanager
 def hooks(self:SinkLM, fwd_hooks:list):
@@ -465,13 +498,14 @@ def hooks(self:SinkLM, fwd_hooks:list):
     try:
         for name, fn in fwd_hooks:
             matched = [p for n, p in points.items() if _name_filter(name)(n)]
-            if not matched: raise ValueError(f"no hook point matches {name!r}; hook points look like {list(points)[:4]}")
+            if not matched:
+                raise ValueError(f"no hook point matches {name!r}; hook points look like {list(points)[:4]}")
             handles += [p.add_hook(fn) for p in matched]
         yield self
     finally:
         for h in handles: h.remove()
 
-# %% ../nbs/03_model.ipynb #aa43ab1c
+# %% ../nbs/03_model.ipynb #c7440c21
 @patch
 def run_with_hooks(self:SinkLM, idx:Tensor, fwd_hooks:list, **kwargs) -> Tensor:
     "Logits of a forward pass with `fwd_hooks` active."
@@ -480,11 +514,10 @@ def run_with_hooks(self:SinkLM, idx:Tensor, fwd_hooks:list, **kwargs) -> Tensor:
 @patch
 def run_with_cache(self:SinkLM, idx:Tensor, names_filter=None, **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
     "Logits and the values (detached) of the hook points `names_filter` selects."
-    cache = {}
+    cache, keep_if = {}, _name_filter(names_filter)
     def keep(x, hook): cache[hook.name] = x.detach()
-    keep_if = _name_filter(names_filter)
-    with self.hooks([(lambda name: keep_if(name), keep)]) if any(keep_if(n) for n in self.hook_points) else contextlib.nullcontext():
-        logits = self(idx, **kwargs)
+    selected = [name for name in self.hook_points if keep_if(name)]
+    with self.hooks([(lambda name: name in selected, keep)] if selected else []): logits = self(idx, **kwargs)
     return logits, cache
 
 # %% ../nbs/03_model.ipynb #f7a4188e
@@ -495,7 +528,7 @@ def mask_key_hook(heads, key:int=0):
         return scores
     return hook
 
-# %% ../nbs/03_model.ipynb #2b4c890a
+# %% ../nbs/03_model.ipynb #65e3dbb2
 @patch
 def metric_options(self:SinkLM, layer:int) -> dict:
     "Options of `metrics.importance_from_qk` for one layer: its operation, masks and slots, and the position bias."
@@ -512,14 +545,16 @@ def measure_model(model:SinkLM, idx:Tensor, tokens:list|None=None, name:str|None
     finally: model.train(training)
     alpha, stats = meter.result()
     cfg = model.config
-    meta = dict(config=asdict(cfg), backend=model.backend_for(model.wte(idx[:, :1]).expand(-1, idx.shape[1] + cfg.sink_token, -1), requested=backend), T=idx.shape[1])
+    x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)
+    meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1])
     return SinkResult(alpha, tokens, name or cfg.name, cfg.n_slots, meta, stats)
 
-# %% ../nbs/03_model.ipynb #9a8ededd
-_PLAIN = dict(attention='softmax', pos='rope', norm_position='pre', norm_type='rms', mlp='swiglu', k_bias=False, v_bias=False,
-              sink_token=False, sink_logit=False, gate='none', window=None, prefix=0, norm_scale=1.0)
+# %% ../nbs/03_model.ipynb #274d0f66
+_PLAIN = dict(attention='softmax', pos='rope', norm_position='pre', norm_type='rms', mlp='swiglu', k_bias=False,
+              v_bias=False, sink_token=False, sink_logit=False, gate='none', window=None, prefix=0, norm_scale=1.0)
 _HF_NAMES = {'wte': 'model.embed_tokens', 'norm': 'model.norm', 'lm_head': 'lm_head', 'blocks': 'model.layers',
-             'attn.q': 'self_attn.q_proj', 'attn.k': 'self_attn.k_proj', 'attn.v': 'self_attn.v_proj', 'attn.proj': 'self_attn.o_proj',
+             'attn.q': 'self_attn.q_proj', 'attn.k': 'self_attn.k_proj', 'attn.v': 'self_attn.v_proj',
+             'attn.proj': 'self_attn.o_proj',
              'mlp.gate': 'mlp.gate_proj', 'mlp.up': 'mlp.up_proj', 'mlp.down': 'mlp.down_proj',
              'norm1': 'input_layernorm', 'norm2': 'post_attention_layernorm'}
 
@@ -527,7 +562,7 @@ def _hf_key(key:str) -> str:
     for ours, theirs in _HF_NAMES.items(): key = key.replace(ours + '.', theirs + '.')
     return key
 
-# %% ../nbs/03_model.ipynb #2011b297
+# %% ../nbs/03_model.ipynb #672e37ca
 def to_hf(model:SinkLM):
     "The same model as a transformers `LlamaForCausalLM` (plain configs only)."
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -535,8 +570,10 @@ def to_hf(model:SinkLM):
     blockers = [f"{k}={getattr(cfg, k)!r} (LLaMA has {v!r})" for k, v in _PLAIN.items() if getattr(cfg, k) != v]
     if blockers: raise ValueError("to_hf exports LLaMA-shaped configs only; this one has " + ', '.join(blockers))
     hf = LlamaForCausalLM(LlamaConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.n_embd, intermediate_size=cfg.d_ff,
-        num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head, num_key_value_heads=cfg.n_kv_head, head_dim=cfg.head_dim,
-        max_position_embeddings=cfg.block_size, rms_norm_eps=cfg.norm_eps, rope_theta=cfg.rope_base, tie_word_embeddings=False,
+        num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head, num_key_value_heads=cfg.n_kv_head,
+        head_dim=cfg.head_dim,
+        max_position_embeddings=cfg.block_size, rms_norm_eps=cfg.norm_eps, rope_theta=cfg.rope_base,
+        tie_word_embeddings=False,
         attention_bias=False, mlp_bias=False))
     hf.load_state_dict({_hf_key(k): v for k, v in model.state_dict().items()}, strict=True)
     return hf.to(next(model.parameters()).dtype)

@@ -4,9 +4,10 @@ import torch
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from sink_nb.metrics import OPERATIONS, attention_weights, importance, importance_from_qk, sink_rate
+from sink_nb.attention import ATTENTION_OPS, attention_weights
+from sink_nb.metrics import importance, importance_from_qk, sink_rate
 
-OPS = [op for op in OPERATIONS if op != 'mlp_kernel']      # mlp_kernel needs a user φ: covered in the notebook
+OPS = [op for op in ATTENTION_OPS if op != 'mlp_kernel']    # mlp_kernel needs a learned φ: covered in the notebook
 
 
 @st.composite
@@ -14,14 +15,16 @@ def cases(draw):
     T = draw(st.integers(1, 40))
     Hkv = draw(st.integers(1, 3)); G = draw(st.integers(1, 3))
     kw = dict(op=draw(st.sampled_from(OPS)), chunk=draw(st.integers(1, T + 3)))
-    if OPERATIONS[kw['op']].similarity is not None: kw['normalize'] = draw(st.booleans())
-    kw['proxy'] = draw(st.booleans())
+    op = ATTENTION_OPS[kw['op']]
+    if op.optional_norm: kw['normalize'] = draw(st.booleans())
+    kw['proxy'] = True if kw['op'] == 'linear_kernel' else draw(st.booleans())   # its own weights are signed: not a metric input
     causal = draw(st.booleans())
     if causal:
         kw['window'] = draw(st.one_of(st.none(), st.integers(1, T + 2)))
         kw['prefix'] = draw(st.integers(0, T))
     else: kw['causal'] = False
-    slot = draw(st.sampled_from(['none', 'key_bias', 'sink_logit'] if kw['op'] == 'softmax' else ['none', 'key_bias']))
+    slots = ['none'] if op.fixed_logit is not None else ['none', 'key_bias'] + (['sink_logit'] if op.feature is None else [])
+    slot = draw(st.sampled_from(slots))
     return dict(B=draw(st.integers(1, 2)), Hkv=Hkv, G=G, T=T, d=draw(st.sampled_from([4, 8])), slot=slot,
                 pad=draw(st.booleans()), seed=draw(st.integers(0, 10_000)), kw=kw)
 
@@ -44,7 +47,7 @@ def test_streaming_equals_full_matrix(c):
         kw['mask'] = mask
     chunk = kw.pop('chunk')
     full = attention_weights(q, k, **kw)
-    n_slots = int(c['slot'] != 'none')
+    n_slots = int(c['slot'] != 'none' or ATTENTION_OPS[kw['op']].fixed_logit is not None)
     assert full.shape == (B, H, T, n_slots + T)
     ref = importance(full, causal=kw.get('causal', True), mask=mask, n_slots=n_slots)
     got = importance_from_qk(q, k, chunk=chunk, **kw)
@@ -68,7 +71,7 @@ def test_sink_rate_definition(N, L, H, T, seed, eps):
 
 def test_streaming_memory_does_not_grow_with_T_squared():
     "The block budget bounds what one step allocates: α of T = 2048 via blocks of 32 rows touches ≤ 32·2048 scores per head."
-    from sink_nb.metrics import _auto_chunk, _BLOCK_SCORES
+    from sink_nb.attention import auto_chunk, _BLOCK_SCORES
     for B, H, T in [(1, 16, 4096), (8, 32, 2048), (100, 12, 64)]:
-        c = _auto_chunk(B, H, T)
+        c = auto_chunk(B, H, T)
         assert 1 <= c <= T and (B * H * c * T <= _BLOCK_SCORES or c == 1)

@@ -1,0 +1,65 @@
+"""House rules that CI can check: short lines and functions in the package, no unused imports, no module over ~600
+lines, chapters whose exported cells are followed by examples, and a CLI that answers --help without importing torch."""
+import ast, json, statistics, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = sorted(p for p in (ROOT / 'sink_nb').glob('*.py') if p.name not in ('_modidx.py', '__init__.py'))
+CHAPTERS = sorted((ROOT / 'nbs').glob('[0-9][0-9]_*.ipynb'))
+
+
+def functions(path):
+    tree = ast.parse(path.read_text())
+    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@pytest.mark.parametrize('path', MODULES, ids=lambda p: p.name)
+def test_module_lines_and_functions_are_short(path):
+    lines = path.read_text().splitlines()
+    long = [i + 1 for i, l in enumerate(lines) if len(l) > 120]
+    assert not long, f'{path.name}: lines over 120 characters at {long[:10]}'
+    assert len(lines) <= 650, f'{path.name} has {len(lines)} lines; split it (the house limit is about 600)'
+    big = [(name, n) for name, n in functions(path) if n > 40]
+    assert not big, f'{path.name}: functions over 40 lines: {big}'
+
+
+def test_no_unused_imports():
+    pyflakes = pytest.importorskip('pyflakes.api')
+    from pyflakes.reporter import Reporter
+    import io
+    out = io.StringIO()
+    for path in MODULES: pyflakes.checkPath(str(path), Reporter(out, out))
+    unused = [l for l in out.getvalue().splitlines() if 'imported but unused' in l]
+    assert not unused, '\n'.join(unused)
+
+
+def chapter_cells(path):
+    cells = json.loads(path.read_text())['cells']
+    return [(''.join(c['source']), c['cell_type']) for c in cells]
+
+
+def is_export(src): return src.lstrip().startswith(('#| export', '#| exporti', '#|export'))
+
+
+@pytest.mark.parametrize('path', CHAPTERS, ids=lambda p: p.stem)
+def test_chapters_show_each_export_in_use(path):
+    "Most exported cells are followed by an example or test before the next export; exported cells are small."
+    cells = chapter_cells(path)
+    exports = [i for i, (src, kind) in enumerate(cells) if kind == 'code' and is_export(src) and 'import' not in src.split('\n')[1]]
+    if not exports: return
+    followed = 0
+    for n, i in enumerate(exports):
+        nxt = exports[n + 1] if n + 1 < len(exports) else len(cells)
+        followed += any(kind == 'code' and not src.lstrip().startswith('#| hide\nimport nbdev') for src, kind in cells[i + 1:nxt])
+    share = followed / len(exports)
+    sizes = [len(cells[i][0].splitlines()) - 1 for i in exports]
+    assert share >= 0.6, f'{path.name}: only {share:.0%} of exported cells are followed by an example or test'
+    assert statistics.median(sizes) <= 16, f'{path.name}: median exported cell has {statistics.median(sizes)} lines'
+
+
+def test_cli_help_imports_no_torch():
+    code = 'import sys, sink_nb.cli; sink_nb.cli._parser().format_help(); print(sorted(m for m in ("torch", "pandas", "transformers") if m in sys.modules))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == '[]', out.stdout
