@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .metrics import _check_int
+from .checks import check_int
 
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'PROBES', 'builtin_texts', 'BigramBackcopy', 'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'Blocks',
@@ -245,7 +245,7 @@ def probe_batch(
 ) -> tuple[Tensor, dict]:     # ids (N, T) and what was done: n, skipped, BOS prefix
     "Fixed measurement inputs of the paper's Table 1: ids (N, T) with the BOS policy applied and short texts counted."
     if kind not in PROBES: raise ValueError(f"`kind` must be one of {list(PROBES)}, got {kind!r}")
-    T, n = _check_int(T, 'T', 2), _check_int(n, 'n', 1)
+    T, n = check_int(T, 'T', 2), check_int(n, 'n', 1)
     if tokenizer is None and kind == 'natural': raise ValueError("`tokenizer` is needed for kind='natural'")
     prefix = _bos_prefix(tokenizer, add_bos) if tokenizer is not None else ([bos_id] if add_bos and bos_id is not None else [])
     if add_bos and not prefix: raise ValueError("`add_bos=True` needs a tokenizer with a BOS token (or `bos_id`)")
