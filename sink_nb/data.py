@@ -22,8 +22,8 @@ from .checks import check_bool, check_choice, check_int
 
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'FORMAT_VERSION', 'PROBES', 'builtin_texts', 'BigramBackcopy', 'load_corpus', 'ByteTokenizer',
-           'get_tokenizer', 'prepare', 'TokenShards', 'ensure_prepared', 'Blocks', 'pack', 'random_tokens', 'fix_token',
-           'token_budget', 'prefix_loss_mask', 'probe_batch', 'document_probe']
+           'get_tokenizer', 'prepare', 'TokenShards', 'prepared_path', 'ensure_prepared', 'Blocks', 'pack',
+           'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch', 'document_probe']
 
 # %% ../nbs/04_data.ipynb #1a771d54
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -597,10 +597,23 @@ def doc(self, i:int) -> np.ndarray:
     end = int(self.doc_starts[i + 1]) if i + 1 < self.n_docs else len(self)
     return self.read(int(self.doc_starts[i]), end - int(self.doc_starts[i]))
 
-# %% ../nbs/04_data.ipynb #54174705
+# %% ../nbs/04_data.ipynb #530bd4d2
 _LAYOUT_ARGS = ('num_proc', 'batch_docs', 'shard_tokens', 'overwrite', 'progress')   # they do not change the tokens
 
 def _digest(key:dict) -> str: return hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+def _target(source, tokenizer, root, kwargs:dict) -> tuple[Path, dict, dict]:
+    "Folder, key and content arguments of a prepared corpus; pops the content arguments from `kwargs`."
+    content = {k: kwargs.pop(k) for k in ('split', 'val_split', 'val_docs', 'text_field') if k in kwargs}
+    args = dict(dict(split='train', val_split=None, val_docs=1000, text_field='text'), **content)
+    load_args = {k: v for k, v in kwargs.items() if k not in _LAYOUT_ARGS}
+    key = _prepare_key(source, tokenizer, *args.values(), load_args)
+    slug = re.sub(r'[^\w.-]+', '_', f"{Path(str(source)).name}-{Path(_tokenizer_name(tokenizer)).name}")[:60]
+    return Path(root).expanduser() / f"{slug}-{_digest(key)}", key, args
+
+def prepared_path(source:str, tokenizer, root:str|Path, **kwargs) -> Path:
+    "Where `ensure_prepared` keeps this corpus under `root` (it may not exist yet); nothing is loaded or written."
+    return _target(source, tokenizer, root, dict(kwargs))[0]
 
 def ensure_prepared(
     source:str,         # as for `prepare`
@@ -609,12 +622,7 @@ def ensure_prepared(
     **kwargs,           # `prepare`'s keyword arguments (split, val_split, val_docs, text_field, ...)
 ) -> Path:
     "The prepared folder of (source, split, tokenizer, text field, ...) under `root`, prepared first if absent."
-    content = {k: kwargs.pop(k) for k in ('split', 'val_split', 'val_docs', 'text_field') if k in kwargs}
-    args = dict(dict(split='train', val_split=None, val_docs=1000, text_field='text'), **content)
-    load_args = {k: v for k, v in kwargs.items() if k not in _LAYOUT_ARGS}
-    key = _prepare_key(source, tokenizer, *args.values(), load_args)
-    slug = re.sub(r'[^\w.-]+', '_', f"{Path(str(source)).name}-{Path(_tokenizer_name(tokenizer)).name}")[:60]
-    out = Path(root).expanduser() / f"{slug}-{_digest(key)}"
+    out, key, args = _target(source, tokenizer, root, kwargs)
     if not _has_key(out, key):
         try: prepare(source, out, tokenizer, **args, **kwargs)
         except FileExistsError:
