@@ -132,7 +132,7 @@ def run_demo(args) -> dict:
     print(f"total {time.perf_counter() - t0:.0f} s; wrote {out / 'summary.json'}, {out / 'sink_rate.svg'} and the runs")
     return summary
 
-# %% ../nbs/08_cli.ipynb #53f63c32
+# %% ../nbs/08_cli.ipynb #5f523db9
 def run_prepare(args) -> dict:
     "The `prepare` command: tokenise SOURCE into token shards under --out."
     from sink_nb.data import TokenShards, prepare
@@ -140,22 +140,25 @@ def run_prepare(args) -> dict:
     if args.val_docs is not None: kw['val_docs'] = args.val_docs
     if args.num_proc is not None: kw['num_proc'] = args.num_proc
     try: path = prepare(args.source, args.out, args.tokenizer, **kw)
-    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb prepare: {e}") from None
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"sink-nb prepare: {str(e).replace('overwrite=True', '--overwrite')}") from None
     parts = {part: TokenShards(path, part) for part in ('train', 'val')}
     for part, s in parts.items(): print(f"{part}: {len(s):,} tokens in {s.n_docs:,} documents")
     print(f"wrote {path}")
     return {part: len(s) for part, s in parts.items()}
 
-# %% ../nbs/08_cli.ipynb #2e04fbb5
+# %% ../nbs/08_cli.ipynb #ee6a7cfc
 def _list_configs() -> str:
     from sink_nb.train import list_configs, load_run_config
-    rows = []
-    for name in list_configs():
-        _, _, paper = load_run_config(name)
-        number = paper.get('sink_rate') if paper.get('sink_rate') is not None else paper.get('sink_star')
-        star = '' if paper.get('sink_rate') is not None else ' (Sink*)'
-        rows.append(f"{name:<22} {'' if number is None else f'{number:>6.2f}{star}':<14} {paper['description']}")
-    return f"{'config':<22} {'paper Sink_1':<14} what it changes\n" + '\n'.join(rows)
+    papers = {name: load_run_config(name)[2] for name in list_configs()}
+    rows = [f"{name:<26} {_paper_number(p):<16} {p['description']}" for name, p in papers.items()]
+    return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
+
+def _paper_number(paper:dict) -> str:
+    "The paper's Sink_1 ('*': measured on proxy weights), or its Sink* when that is the number reported."
+    if paper.get('sink_rate') is not None: return f"{paper['sink_rate']:.2f}" + ('*' if paper.get('proxy') else '')
+    if paper.get('sink_star') is not None: return f"{paper['sink_star']:.2f} (Sink*)"
+    return '-'
 
 def _override_keys() -> str:
     "Every key an override may set, with its type and default, for `train --help`."
@@ -171,12 +174,11 @@ def _override_keys() -> str:
             lines.append(f"  {section}.{f.name} = {default!r}   ({describe(types[f.name])})")
     return '\n'.join(lines)
 
-# %% ../nbs/08_cli.ipynb #b9a827d8
+# %% ../nbs/08_cli.ipynb #48392d6c
 def _paper_line(paper:dict, scaled:bool, changed:bool) -> str:
     "The paper's number, labelled with its setting, and a warning when this run is not that setting."
-    number = paper.get('sink_rate')
-    if number is None: return ''
-    setting = paper.get('setting', 'the paper')
+    if paper.get('sink_rate') is None: return ''
+    number, setting = _paper_number(paper), paper.get('setting', 'the paper')
     if scaled or changed: return f"; paper ({setting}): {number}, a different setting: not comparable"
     return f"; paper ({setting}): {number}"
 

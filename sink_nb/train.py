@@ -138,7 +138,7 @@ def _manipulate(batch:Tensor, cfg:TrainConfig, vocab_size:int, position:int) -> 
     if cfg.fixed_token: batch = fix_token(batch, *cfg.fixed_token)
     return batch
 
-# %% ../nbs/05_train.ipynb #6de430eb
+# %% ../nbs/05_train.ipynb #cf888c8c
 def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Blocks, Blocks, Tensor, dict]:
     "bigram-backcopy rows: the last `val_blocks` for validation, their first `probe_n` for the probe."
     args = dict(T=cfg.seq_len, vocab_size=model_cfg.vocab_size, seed=cfg.seed) | cfg.corpus_args
@@ -153,7 +153,9 @@ def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Blocks, Blocks, T
 
 def _sharded(cfg:TrainConfig) -> tuple[Blocks, Blocks, Tensor, dict]:
     "Text corpora: prepared token shards, the probe from held-out document starts."
-    path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
+    path = Path(cfg.corpus).expanduser()                                      # a folder `data.prepare` wrote, or ...
+    if not (path / 'meta.json').is_file():                                    # ... a source, prepared once under data_dir
+        path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
     train, val = TokenShards(path, 'train'), TokenShards(path, 'val')
     probe, info = document_probe(val, cfg.probe_T, cfg.probe_n)
     return Blocks(train, cfg.seed, T=cfg.seq_len), Blocks(val, cfg.seed,
