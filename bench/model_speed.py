@@ -54,7 +54,13 @@ def measure(preset, backend, args, device):
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == 'cuda' else _peak_rss_gib()
     n = model.num_params(non_embedding=False)
     return dict(tokens_per_s=args.batch * args.T / seconds, step_s=seconds, peak_gib=peak, params_m=n / 1e6,
-                chosen=model.last_backend, tflops=6 * n * args.batch * args.T / seconds / 1e12)
+                chosen=_chosen(model, backend, args.T, device, dtype), tflops=6 * n * args.batch * args.T / seconds / 1e12)
+
+
+def _chosen(model, backend, T, device, dtype):
+    "The backend a training forward of T tokens runs on (what 'auto' resolved to)."
+    with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        return model.backend_for(torch.empty(1, T, model.config.n_embd, device=device), requested=backend)
 
 
 def main(argv=None):

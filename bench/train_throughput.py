@@ -30,7 +30,7 @@ def run(preset, backend, args):
     stamps = []
     model_cfg = SinkConfig.from_name(preset, backend=backend, block_size=max(args.T, 256))
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig(corpus='sherlock', tokenizer='bytes', seq_len=args.T, steps=args.steps, batch_size=args.batch,
+        cfg = TrainConfig(corpus='python-docs', tokenizer='bytes', corpus_args=dict(val_docs=8), seq_len=args.T, steps=args.steps, batch_size=args.batch,
                           micro_batch=args.micro_batch, val_blocks=8, probe_n=4, probe_T=min(64, args.T), eval_every=10**9, eval_batches=1,
                           checkpoint_every=10**9, warmup=1, compile=args.compile, progress=False, out_dir=f'{tmp}/run')
         try: train(model_cfg, cfg, callbacks=[lambda step, model, loss: stamps.append(time.perf_counter())])

@@ -242,10 +242,16 @@ def attention_weights(
     w = rows.weights(0, T, 0, T).reshape(B, Hkv * G, T, -1)
     return w[0] if rows.unbatched else w
 
-# %% ../nbs/01_attention.ipynb #6c4920fd
+# %% ../nbs/01_attention.ipynb #f8c0ebfb
 BACKENDS = ('eager', 'sdpa', 'flex', 'flash', 'chunked')
 
-def _flex_available() -> bool: return importlib.util.find_spec('torch.nn.attention.flex_attention') is not None
+def _installed(name:str) -> bool:
+    try: return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError: return False
+
+# looked up once, at import: a compiled forward resolves its backend without touching the import system
+_FLEX = _installed('torch.nn.attention.flex_attention')
+_FLASH = next((name for name in ('flash_attn.cute', 'flash_attn') if _installed(name)), None)   # FlashAttention 4, or 2
 
 def unsupported_reason(
     backend:str,                  # one of BACKENDS
@@ -260,15 +266,14 @@ def unsupported_reason(
     if backend in ('eager', 'chunked'): return None
     if not spec.operation.fused: return f"{backend} computes softmax attention only, not op={spec.op!r}"
     cuda = torch.device(device).type == 'cuda'
-    if backend == 'flex' and not _flex_available(): return "FlexAttention needs torch >= 2.5"
+    if backend == 'flex' and not _FLEX: return "FlexAttention needs torch >= 2.5"
     if backend == 'flex' and grad and not cuda: return "FlexAttention has no backward pass on CPU"
     if backend == 'flash':
         return _flash_reason(spec, cuda, dtype, slot or spec.operation.fixed_logit is not None, score_bias, padding)
     return None
 
 def _flash_reason(spec, cuda, dtype, slot, score_bias, padding) -> str|None:
-    if importlib.util.find_spec('flash_attn') is None:
-        return "flash-attn is not installed (pip install 'sink_nb[flash]')"
+    if _FLASH is None: return "flash-attn is not installed (flash-attn 2, or flash-attn-4 on Hopper/Blackwell)"
     if not cuda or dtype not in (torch.float16, torch.bfloat16): return "flash-attn runs in fp16/bf16 on CUDA only"
     if spec.prefix or slot or padding: return "flash-attn has no prefix mask, key slot, sink logit or padding mask here"
     if score_bias: return "flash-attn here takes no score bias (ALiBi, relative): use flex"
@@ -357,7 +362,7 @@ def _sdpa(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
         bias = torch.cat([col.expand(*lead, T, 1), bias.expand(*lead, T, T)], -1)                     # (b, h, T, 1 + T)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=spec.scale, enable_gqa=True)
 
-# %% ../nbs/01_attention.ipynb #7945e3d4
+# %% ../nbs/01_attention.ipynb #11ff6fd1
 @lru_cache(maxsize=1)
 def _compiled_flex():
     from torch.nn.attention.flex_attention import flex_attention
@@ -384,11 +389,13 @@ def _flex(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
     return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=spec.scale, enable_gqa=True)
 
 def _flash(q, k, v, spec:AttentionSpec):
-    from flash_attn import flash_attn_func
-    window = (-1, -1) if spec.window is None else (spec.window - 1, 0)
+    "flash-attn's kernel in its (B, T, H, d) layout: FlashAttention 4 (`flash_attn.cute`) or 2."
+    flash_attn_func = importlib.import_module(_FLASH).flash_attn_func
+    window = {} if spec.window is None else dict(window_size=(spec.window - 1, 0))
     out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), softmax_scale=spec.scale,
-                          causal=True, window_size=window)
-    return out.transpose(1, 2)
+                          causal=True,
+                          **window)
+    return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)                  # FA4 returns (out, lse)
 
 # %% ../nbs/01_attention.ipynb #61558d5a
 def attend(

@@ -1,4 +1,4 @@
-"bench/metric_memory.py runs end to end at small T and reports agreement of the two methods."
+"The benchmarks run end to end at small sizes: metric memory, model speed, training throughput, the GPU checks (dry run)."
 import json, subprocess, sys
 from pathlib import Path
 
@@ -37,3 +37,15 @@ def test_train_throughput_small(tmp_path):
     rows = json.loads((tmp_path / 'rows.json').read_text())['rows']
     assert [r['backend'] for r in rows] == ['sdpa', 'chunked'] and all(r['tokens_per_s'] > 0 for r in rows)
     assert 'mfu' not in rows[0], 'no MFU without a known peak (CPU)'
+
+
+def test_gpu_checks_dry_run_says_what_it_skips(tmp_path):
+    "bench/gpu_checks.py without CUDA: every backend against eager on a tiny model, one compiled graph, and a list of skips."
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'gpu_checks.py'), '--tiny', '--out', str(tmp_path / 'g.json')],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = json.loads((tmp_path / 'g.json').read_text())
+    errors = {(r['case'], r['backend']): r['max_abs_err'] for r in report['parity'] if 'max_abs_err' in r}
+    assert {b for _, b in errors} >= {'eager', 'sdpa', 'flex', 'chunked'} and max(errors.values()) < 1e-5, errors
+    assert report['compile_graphs']['graphs'] == 1 and report['compile_graphs']['breaks'] == 0
+    if not report['device'].startswith(('NVIDIA', 'Tesla')): assert 'no CUDA device' in report['skipped'][0]
