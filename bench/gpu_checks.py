@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from sink_nb.attention import BACKENDS, AttentionSpec, attend, unsupported_reason
 from sink_nb.model import SinkConfig, SinkLM
-from sink_nb.train import TrainConfig, read_metrics, train
+from sink_nb.runs import read_metrics
+from sink_nb.train import TrainConfig, train
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
 PEAKS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}                    # bf16 dense FLOP/s

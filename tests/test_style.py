@@ -18,7 +18,7 @@ def functions(path):
 @pytest.mark.parametrize('path', MODULES, ids=lambda p: p.name)
 def test_module_lines_and_functions_are_short(path):
     lines = path.read_text().splitlines()
-    long = [i + 1 for i, l in enumerate(lines) if len(l) > 120]
+    long = [i + 1 for i, l in enumerate(lines) if len(l) > 120 and not l.startswith('__all__')]   # nbdev writes __all__
     assert not long, f'{path.name}: lines over 120 characters at {long[:10]}'
     assert len(lines) <= 650, f'{path.name} has {len(lines)} lines; split it (the house limit is about 600)'
     big = [(name, n) for name, n in functions(path) if n > 40]
