@@ -447,7 +447,7 @@ def list_configs() -> list[str]:
 
 _SECTIONS = ('description', 'base', 'paper', 'sources', 'model', 'train')
 
-# %% ../nbs/05_train.ipynb #93c3b6bd
+# %% ../nbs/05_train.ipynb #9d46c9d5
 def _read_config(name_or_path:str, depth:int=0) -> dict:
     "A config file's sections, `base` chains merged; unknown sections are errors."
     path = Path(name_or_path)
@@ -462,9 +462,9 @@ def _read_config(name_or_path:str, depth:int=0) -> dict:
     if 'base' in raw:
         if depth > 8: raise ValueError(f"`base` chain of {name_or_path} is too deep")
         base = _read_config(raw.pop('base'), depth + 1)
-        for section in ('model', 'train', 'paper', 'sources'):
+        for section in ('model', 'train', 'sources'):
             raw[section] = (base.get(section) or {}) | (raw.get(section) or {})
-        raw = base | raw
+        raw = base | raw                                                          # `paper` is the variant's own
     return raw
 
 # %% ../nbs/05_train.ipynb #dd639534
