@@ -128,7 +128,7 @@ def _check_length(config, T:int, allow_longer:bool):
     raise ValueError(f"`T`={T} is longer than the model's max_position_embeddings={limit}: {type(c).__name__} has a "
                      f"table of {limit} absolute positions, so lower `T` (allow_longer applies to RoPE models only)")
 
-# %% ../nbs/06_hf.ipynb #b1f104ba
+# %% ../nbs/06_hf.ipynb #6ee1c9f6
 _IMPL = 'sink_nb_sdpa'
 _ACTIVE: list = []                     # the taps of the passes running now (innermost last)
 _SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that alter the scores: α needs eager
@@ -136,7 +136,6 @@ _SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that
 class _Unsupported(Exception):
     "This attention call cannot be streamed faithfully; measure it with eager attention."
 
-# %% ../nbs/06_hf.ipynb #97001373
 def _mask_rules(mask:Tensor|None, T:int, is_causal:bool, window:int|None) -> tuple[bool, int|None]:
     "(causal, window) of the attention mask transformers passed; _Unsupported unless it is exactly that pattern."
     if mask is None: return is_causal, (window if is_causal else None)
