@@ -36,7 +36,7 @@ def smollm2_gguf() -> str:
 def build_corpus(path: Path, mb: float, seed: int = 0) -> dict:
     "Write `mb` MB of text as JSONL documents of 1-8 random built-in passages; the counts of what was written."
     sys.path.insert(0, str(ROOT))
-    from sink_nb.data import builtin_texts
+    from sink_nb.corpora import builtin_texts
     passages = builtin_texts('sherlock') + builtin_texts('python-docs')
     rng, target, n_bytes, n_docs = random.Random(seed), int(mb * 1e6), 0, 0
     with open(path, 'w', encoding='utf-8') as f:
@@ -93,7 +93,7 @@ def datasets_map(corpus, out, tok, num_proc):
 def worker(args):
     "Prepare one corpus with one engine and print seconds, tokens and memory as JSON."
     sys.path.insert(0, str(ROOT))
-    from sink_nb.data import TokenShards, get_tokenizer, prepare
+    from sink_nb.corpora import TokenShards, get_tokenizer, prepare
     t0 = time.perf_counter(); tok = get_tokenizer(args.tokenizer); load_s = time.perf_counter() - t0
     out = Path(args.out)
     usage = resource.getrusage(resource.RUSAGE_SELF); cpu0 = usage.ru_utime + usage.ru_stime

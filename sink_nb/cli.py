@@ -132,10 +132,10 @@ def run_demo(args) -> dict:
     print(f"total {time.perf_counter() - t0:.0f} s; wrote {out / 'summary.json'}, {out / 'sink_rate.svg'} and the runs")
     return summary
 
-# %% ../nbs/08_cli.ipynb #5f523db9
+# %% ../nbs/08_cli.ipynb #66041e75
 def run_prepare(args) -> dict:
     "The `prepare` command: tokenise SOURCE into token shards under --out."
-    from sink_nb.data import TokenShards, prepare
+    from sink_nb.corpora import TokenShards, prepare
     kw = dict(split=args.split, text_field=args.text_field, overwrite=args.overwrite, progress=not args.quiet)
     if args.val_docs is not None: kw['val_docs'] = args.val_docs
     if args.num_proc is not None: kw['num_proc'] = args.num_proc
