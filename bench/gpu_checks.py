@@ -20,6 +20,12 @@ from sink_nb.train import TrainConfig, train
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
 PEAKS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}                    # bf16 dense FLOP/s
+
+
+def flops_per_token(cfg: SinkConfig, T: int) -> float:
+    "Training FLOPs per token as nanoGPT/PaLM count them: 6 per weight that multiplies (LM head in, token table out) + 12·L·d·T."
+    with torch.device('meta'): weights = SinkLM(cfg).num_params(non_embedding=True) + cfg.n_embd * cfg.vocab_size
+    return 6 * weights + 12 * cfg.n_layer * cfg.n_embd * T
 CASES = {'causal': {}, 'window 128': dict(window=128), 'prefix 8': dict(prefix=8), 'K slot': 'slot',
          'sink logit': 'logit', 'softmax1': dict(op='softmax1')}
 
@@ -51,17 +57,17 @@ def graphs(preset, device, T) -> dict:
     return dict(preset=preset, graphs=explained.graph_count, breaks=explained.graph_break_count)
 
 
-def run(preset, dtype, compile, steps, T, batch, out) -> dict:
-    "Train `steps` steps on built-in text (byte tokens); losses, tokens/s over steps 3..N, and the model size."
+def run(preset, dtype, compile, steps, T, batch, out, seed=0) -> dict:
+    "Train `steps` steps on built-in text (byte tokens, the preset's vocabulary); losses, tokens/s over steps 3..N, MFU."
     stamps = []
-    model_cfg = SinkConfig.from_name(preset, vocab_size=258, block_size=T)
+    model_cfg = SinkConfig.from_name(preset, block_size=T)
     cfg = TrainConfig(corpus='python-docs', tokenizer='bytes', corpus_args=dict(val_docs=4), seq_len=T, steps=steps,
                       batch_size=batch, warmup=10, lr=1e-3, min_lr=1e-4, eval_every=max(1, steps // 4), eval_batches=1,
-                      probe_n=4, checkpoint_every=10 ** 9, dtype=dtype, compile=compile, progress=False, out_dir=out)
+                      probe_n=4, checkpoint_every=10 ** 9, dtype=dtype, seed=seed, compile=compile, progress=False, out_dir=out)
     train(model_cfg, cfg, callbacks=[lambda step, model, loss: stamps.append(time.perf_counter())])
     seconds = stamps[-1] - stamps[2] if len(stamps) > 3 else float('nan')
-    params = SinkLM(model_cfg).num_params(non_embedding=False)
-    return dict(preset=preset, dtype=dtype, compile=compile, steps=steps, T=T, batch=batch, params=params,
+    return dict(preset=preset, dtype=dtype, compile=compile, seed=seed, steps=steps, T=T, batch=batch,
+                flops_per_token=flops_per_token(model_cfg, T),
                 tokens_per_s=(len(stamps) - 3) * batch * T / seconds if len(stamps) > 3 else None,
                 losses=[(r['step'], r['val_loss']) for r in read_metrics(f'{out}/metrics.jsonl') if 'val_loss' in r])
 
@@ -69,8 +75,8 @@ def run(preset, dtype, compile, steps, T, batch, out) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--tiny', action='store_true', help='tiny-cpu, few steps: a smoke test of the script anywhere')
-    p.add_argument('--steps', type=int, default=300); p.add_argument('--T', type=int, default=2048)
-    p.add_argument('--batch', type=int, default=16); p.add_argument('--out', default='gpu_checks.json')
+    p.add_argument('--steps', type=int, default=200); p.add_argument('--T', type=int, default=2048)
+    p.add_argument('--batch', type=int, default=8); p.add_argument('--out', default='gpu_checks.json')
     args = p.parse_args()
     cuda = torch.cuda.is_available()
     device = torch.device('cuda' if cuda else 'cpu')
@@ -79,26 +85,30 @@ def main():
                   preset=preset, skipped=[])
     if not cuda: report['skipped'] += ['no CUDA device: bf16 parity, FlexAttention compiled, flash, MFU and the 60M runs '
                                        'ran as a tiny CPU smoke test instead']
-    report['parity'] = parity(device, torch.bfloat16 if cuda else torch.float32, 256 if cuda else 32)
-    report['compile_graphs'] = graphs(preset, device, 64)
+    save = lambda: json.dump(report, open(args.out, 'w'), indent=1)      # after each part: a killed run keeps the rest
+    report['parity'] = parity(device, torch.bfloat16 if cuda else torch.float32, 256 if cuda else 32); save()
+    report['compile_graphs'] = graphs(preset, device, 64); save()
+    report['runs'] = []
     with tempfile.TemporaryDirectory() as tmp:
-        fp32 = run(preset, 'fp32', False, steps, T, batch, f'{tmp}/fp32')
-        fast = run(preset, 'bf16' if cuda else 'fp32', cuda, steps, T, batch, f'{tmp}/fast')
-    report['runs'] = [fp32, fast]
-    report['loss_gap'] = abs(fp32['losses'][-1][1] - fast['losses'][-1][1])
+        for i, (dtype, compiled, seed) in enumerate([('bf16' if cuda else 'fp32', cuda, 0), ('fp32', False, 0), ('fp32', False, 1)]):
+            report['runs'].append(run(preset, dtype, compiled, steps, T, batch, f'{tmp}/run{i}', seed))
+            print(f"  ran {dtype} compile={compiled} seed={seed}", flush=True); save()
+    fast, fp32, fp32_seed1 = (r['losses'][-1][1] for r in report['runs'])
+    report['loss_gap'], report['seed_noise'] = abs(fp32 - fast), abs(fp32 - fp32_seed1)
     peak = next((v for k, v in PEAKS.items() if cuda and k in report['device']), None)
-    if peak and fast['tokens_per_s']: report['mfu'] = 6 * fast['params'] * fast['tokens_per_s'] / peak
+    if peak: report['mfu'] = report['runs'][0]['flops_per_token'] * report['runs'][0]['tokens_per_s'] / peak
     elif cuda: report['skipped'].append(f"MFU: no known bf16 peak for {report['device']}")
     if cuda and torch.cuda.device_count() < 2: report['skipped'].append('2-process FSDP: needs 2 GPUs')
-    json.dump(report, open(args.out, 'w'), indent=1)
+    save()
     print(f"device {report['device']}, torch {report['torch']}, preset {preset}")
     for r in report['parity']:
         print(f"  {r['case']:<11} {r['backend']:<8} " + (f"max |Δ| {r['max_abs_err']:.2e}" if 'max_abs_err' in r else f"skipped: {r['skipped']}"))
     print(f"  compiled forward: {report['compile_graphs']}")
     for r in report['runs']:
-        print(f"  {r['dtype']} compile={r['compile']}: final val loss {r['losses'][-1][1]:.4f}, "
+        print(f"  {r['dtype']} compile={r['compile']} seed={r['seed']}: final val loss {r['losses'][-1][1]:.4f}, "
               f"{r['tokens_per_s'] or float('nan'):.0f} tokens/s")
-    print(f"  |Δ final val loss| = {report['loss_gap']:.4f}" + (f"; MFU {report['mfu']:.1%}" if 'mfu' in report else ''))
+    print(f"  |Δ final val loss| bf16 vs fp32 = {report['loss_gap']:.4f}, fp32 seed 0 vs 1 = {report['seed_noise']:.4f}"
+          + (f"; MFU {report['mfu']:.1%}" if 'mfu' in report else ''))
     for s in report['skipped']: print(f"  skipped: {s}")
     print(f"wrote {args.out}")
 

@@ -4,7 +4,7 @@
     python bench/train_throughput.py                                  # CPU: tiny-cpu, 14M, 60M at T=256
     python bench/train_throughput.py --presets 60M 160M 1B --T 2048 --batch 16 --compile   # on a GPU (bf16 autocast)
 
-MFU = 6 · parameters · tokens/s / peak FLOP/s (the 6N rule, attention FLOPs left out). Peaks: H100/H200 SXM bf16 dense
+MFU = FLOPs per token · tokens/s / peak FLOP/s, FLOPs per token as nanoGPT counts them (`gpu_checks.flops_per_token`). Peaks: H100/H200 SXM bf16 dense
 989 TFLOP/s, A100 312; pass --peak-tflops for another device (CPU: none, MFU not printed).
 """
 import argparse, json, os, tempfile, time, warnings
@@ -13,9 +13,9 @@ import torch
 
 from sink_nb.model import SinkConfig, SinkLM
 from sink_nb.train import TrainConfig, train
+from gpu_checks import PEAKS, flops_per_token
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
-PEAKS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}
 
 
 def peak_flops(override):
@@ -65,7 +65,8 @@ def main(argv=None):
         with torch.device('meta'): n = SinkLM(SinkConfig.from_name(preset)).num_params(non_embedding=False)
         for backend in args.backends:
             r = run(preset, backend, args) | dict(preset=preset, backend=backend, params=n)
-            if 'error' not in r and peak: r['mfu'] = 6 * n * r['tokens_per_s'] / peak
+            r['flops_per_token'] = flops_per_token(SinkConfig.from_name(preset), args.T)
+            if 'error' not in r and peak: r['mfu'] = r['flops_per_token'] * r['tokens_per_s'] / peak
             rows.append(r)
             if 'error' in r: print(f"{preset:>9} {backend:>8}   n/a: {r['error']}"); continue
             mfu = f"{100 * r['mfu']:>6.1f}" if 'mfu' in r else f"{'-':>6}"

@@ -375,7 +375,7 @@ def _shares(cfg:TrainConfig, dist:Dist) -> tuple[int, int]:
     if share % micro: raise ValueError(f"`micro_batch`={micro} must divide the per-process batch {share}")
     return share, micro
 
-# %% ../nbs/05_train.ipynb #a3d3d123
+# %% ../nbs/05_train.ipynb #e432c933
 def _loop(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int, callbacks:list):
     writers, bar = (_writers(cfg, run.run_dir), _progress(cfg, run.step)) if run.dist.main else ([], None)
     seen, t0 = 0, time.perf_counter()
@@ -392,7 +392,7 @@ def _loop(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:i
             _progress_step(bar, run.step, cfg.steps, loss, seen / (time.perf_counter() - t0))
             if run.step % cfg.checkpoint_every == 0 or run.step == cfg.steps: _checkpoint(run, cfg)
     finally:
-        if bar is not None: bar.close()
+        if hasattr(bar, 'close'): bar.close()                                      # 'lines': nothing to close
 
 def _finish(run:_Run, cfg:TrainConfig):
     run.result.save(run.run_dir / 'result.safetensors')
