@@ -507,6 +507,15 @@ def _resolve_tokenizer(source, tokenizer, kwargs:dict) -> tuple:
     return tok, _tokenizer_name(tokenizer), len(tok), tok.eos_token_id
 
 # %% ../nbs/04_corpora.ipynb #d0bd9113
+def _check_prepare(source, val_split, val_docs, batch_docs, shard_tokens, num_proc, overwrite, progress, out):
+    "`prepare`'s checked sizes; refuses a full `out` or a `val_split` for a built-in corpus."
+    sizes = (check_int(val_docs, 'val_docs', 0), check_int(batch_docs, 'batch_docs', 1),
+             check_int(shard_tokens, 'shard_tokens', 1), check_int(num_proc, 'num_proc', 1, allow_none=True))
+    check_bool(overwrite, 'overwrite'); check_bool(progress, 'progress'); _refuse_existing(out, overwrite)
+    if val_split is not None and source in (*TEXT_CORPORA, 'bigram-backcopy'):
+        raise ValueError(f"`val_split` does not apply to the built-in {source!r}, which has one split; use `val_docs`")
+    return sizes
+
 def prepare(
     source:str,                  # built-in name, local file or folder, saved dataset, or hub id
     out:str|Path,                # folder to write: meta.json, train/, val/
@@ -525,12 +534,8 @@ def prepare(
 ) -> Path:
     "Tokenise a corpus once — documents + EOS, no BOS — into memory-mapped shards under `out`; memory stays flat."
     out, t0 = Path(out).expanduser(), time.time()
-    val_docs, batch_docs = check_int(val_docs, 'val_docs', 0), check_int(batch_docs, 'batch_docs', 1)
-    shard_tokens = check_int(shard_tokens, 'shard_tokens', 1)
-    num_proc = check_int(num_proc, 'num_proc', 1, allow_none=True)
-    check_bool(overwrite, 'overwrite'); check_bool(progress, 'progress'); _refuse_existing(out, overwrite)
-    if val_split is not None and source in (*TEXT_CORPORA, 'bigram-backcopy'):
-        raise ValueError(f"`val_split` does not apply to the built-in {source!r}, which has one split; use `val_docs`")
+    val_docs, batch_docs, shard_tokens, num_proc = _check_prepare(source, val_split, val_docs, batch_docs, shard_tokens,
+                                                                  num_proc, overwrite, progress, out)
     key = _prepare_key(source, tokenizer, split, val_split, val_docs, text_field, kwargs)   # fails fast on a bad source
     tok, name, vocab, eos = _resolve_tokenizer(source, tokenizer, kwargs)
     num_proc = num_proc or (1 if _threads_itself(tok) else len(os.sched_getaffinity(0)))
