@@ -21,6 +21,7 @@ def _axis_range(values:list[float], ylim:tuple|None) -> tuple[float, float]:
     pad = (hi - lo) * 0.05 or 0.5
     return lo - pad, hi + pad
 
+# %% ../nbs/08_cli.ipynb #e96f754a
 def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tuple|None, top:int) -> list[str]:
     "One panel's SVG elements: grid, ticks, axis labels and a polyline per series."
     pad_l, pad_r, pad_b = 52, 12, 40
@@ -154,12 +155,14 @@ def _list_configs() -> str:
     rows = [f"{name:<26} {_paper_number(p):<16} {p['description']}" for name, p in papers.items()]
     return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
 
+# %% ../nbs/08_cli.ipynb #5126bab1
 def _paper_number(paper:dict) -> str:
     "The paper's Sink_1 ('*': measured on proxy weights), or its Sink* when that is the number reported."
     if paper.get('sink_rate') is not None: return f"{paper['sink_rate']:.2f}" + ('*' if paper.get('proxy') else '')
     if paper.get('sink_star') is not None: return f"{paper['sink_star']:.2f} (Sink*)"
     return '-'
 
+# %% ../nbs/08_cli.ipynb #4089402e
 def _override_keys() -> str:
     "Every key an override may set, with its type and default, for `train --help`."
     from dataclasses import MISSING, fields
@@ -182,6 +185,7 @@ def _paper_line(paper:dict, scaled:bool, changed:bool) -> str:
     if scaled or changed: return f"; paper ({setting}): {number}, a different setting: not comparable"
     return f"; paper ({setting}): {number}"
 
+# %% ../nbs/08_cli.ipynb #1332346a
 def run_train(args) -> dict:
     "The `train` command: one experiment config with overrides."
     from sink_nb.train import load_run_config, missing_requirements, train
@@ -277,6 +281,7 @@ def _demo_parser(sub):
                                                                     '(default 2)')
     d.add_argument('--quiet', action='store_true', help='no progress output')
 
+# %% ../nbs/08_cli.ipynb #0577be5f
 def _prepare_parser(sub):
     p = sub.add_parser('prepare', help='tokenise a corpus once into memory-mapped token shards',
                        description='Tokenise a hub dataset, local files or a built-in corpus into token shards for '

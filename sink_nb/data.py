@@ -49,6 +49,7 @@ def order(self, epoch:int) -> np.ndarray:   # (n,) block indices
         self._orders[epoch] = perm.astype(np.uint32) if self.n < 2**32 else perm
     return self._orders[epoch]
 
+# %% ../nbs/04_data.ipynb #424c92a6
 @patch_to(Blocks)
 def rows(self, idx) -> np.ndarray:   # (len(idx), T + 1)
     "Blocks number `idx` (in storage order), as an array."
@@ -83,6 +84,7 @@ def _documents_hash(dataset, text_field:str) -> str:
     for r in rows: h.update(r.encode() if isinstance(r, str) else r); h.update(b'\0')
     return h.hexdigest()[:16]
 
+# %% ../nbs/04_data.ipynb #4ab86520
 def _pack_key(dataset, tokenizer, T:int, text_field:str) -> dict:
     "What packed blocks depend on (the dataset may be None when only loading a cache)."
     key = {'format': FORMAT_VERSION, 'T': T}
@@ -95,6 +97,7 @@ def _pack_key(dataset, tokenizer, T:int, text_field:str) -> dict:
 # %% ../nbs/04_data.ipynb #363b8a38
 def _key_file(cache:Path) -> Path: return cache.with_name(cache.name + '.json')
 
+# %% ../nbs/04_data.ipynb #f0814935
 def _load_cache(cache:Path, key:dict) -> np.ndarray:
     "The cached array, memory-mapped, if it was written for `key` (as far as `key` goes); else an error."
     if not _key_file(cache).is_file():
@@ -106,6 +109,7 @@ def _load_cache(cache:Path, key:dict) -> np.ndarray:
                               "pass another `cache` path or delete it")
     return np.load(cache, mmap_mode='r')
 
+# %% ../nbs/04_data.ipynb #107d9963
 def _save_cache(tokens:np.ndarray, cache:Path, key:dict):
     "Write the array and its key atomically (temporary files, then renames)."
     cache.parent.mkdir(parents=True, exist_ok=True); tag = uuid.uuid4().hex[:8]
@@ -120,6 +124,7 @@ def _cut(stream:np.ndarray, T:int) -> np.ndarray:
     if n == 0: raise ValueError(f"the corpus has {len(stream)} tokens, fewer than one block of T + 1 = {T + 1}")
     return stream[:n * (T + 1)].reshape(n, T + 1)
 
+# %% ../nbs/04_data.ipynb #17cae880
 def _pack_tokens(dataset, tokenizer, T:int, text_field:str, batch_docs:int) -> np.ndarray:   # (n, T + 1)
     "Documents + EOS (or `input_ids` rows as they are), concatenated and cut into blocks."
     if not isinstance(dataset, list) and 'input_ids' in dataset.column_names and tokenizer is None:
@@ -195,6 +200,7 @@ def _bos_prefix(tokenizer, add_bos:bool|None) -> list[int]:
     if tokenizer.bos_token_id is None: raise ValueError("`add_bos=True` needs a tokenizer with a `bos_token`")
     return [tokenizer.bos_token_id]
 
+# %% ../nbs/04_data.ipynb #7be52e22
 def _texts(texts, text_column:str):
     "Strings from a list of strings, one string, or a `datasets` dataset (its `text_column`)."
     if texts is None: texts = builtin_texts()
@@ -221,6 +227,7 @@ def _natural(tokenizer, T:int, n:int, texts, prefix:list[int], pack:bool, text_c
         if len(rows) == n: break
     return rows, skipped
 
+# %% ../nbs/04_data.ipynb #4f3f2d01
 def _synthetic(kind:str, tokenizer, T:int, n:int, prefix:list[int], seed:int, vocab_size:int|None) -> Tensor:
     "Random or repeated ids (special tokens excluded) after the BOS prefix."
     vocab = vocab_size or len(tokenizer)

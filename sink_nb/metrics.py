@@ -54,6 +54,8 @@ def importance(
     check_tensor(attn, 'attn')
     if attn.ndim < 2:
         raise ValueError(f"`attn` must have at least 2 dimensions (..., T, T), got shape {tuple(attn.shape)}")
+    if attn.numel() == 0:
+        raise ValueError(f"`attn` is empty: shape {tuple(attn.shape)}; α needs at least one query and one key")
     if attn.min() < -1e-6:
         raise ValueError(f"`attn` must hold non-negative weights; its smallest is {attn.min().item():.3g}")
     n_slots, T = check_int(n_slots, 'n_slots', 0), attn.shape[-2]
@@ -301,6 +303,7 @@ def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> floa
     rates = 100 * (real > check_eps(eps)).double().mean(_BY_DIMS[by])             # (dim, T); 'head' keeps (L, H, T)
     return rates if k is None else rates[..., check_int(k, 'k', 1, self.T) - 1]
 
+# %% ../nbs/02_metrics.ipynb #b6763c8b
 @patch
 def slot_rate(self:SinkResult, eps:float=0.3) -> float:
     "Sink*: the rate on slot 0 (key bias, sink logit, softmax + 1 — or a sink token when there is no other slot)."
@@ -308,6 +311,7 @@ def slot_rate(self:SinkResult, eps:float=0.3) -> float:
         raise ValueError(f"slot_rate needs a result with key slots; `n_slots` is 0 for {self.name or 'this result'}")
     return sink_rate(self.alpha[..., :1], eps, 1)
 
+# %% ../nbs/02_metrics.ipynb #02f6605a
 @patch
 def __repr__(self:SinkResult) -> str:
     star = f", Sink*={self.slot_rate():.2f}%" if self.n_slots else ''
@@ -358,6 +362,7 @@ def _read_header(f, path) -> dict:
     if missing: raise ValueError(f"{path}: the header lacks {sorted(missing)}")
     return header
 
+# %% ../nbs/02_metrics.ipynb #6e57c896
 @patch(cls_method=True)
 def load(cls:SinkResult, path) -> SinkResult:
     "Read a result written by `SinkResult.save`, refusing damaged or foreign files."

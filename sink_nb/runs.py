@@ -112,6 +112,7 @@ def list_checkpoints(run_dir:Path) -> list[int]:
     done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
     return sorted(int(p.name[5:]) for p in done)
 
+# %% ../nbs/05_runs.ipynb #2d58f4b1
 def load_checkpoint(run_dir:Path, step:int) -> dict:
     "The model weights, optimizer state, RNG state and run state of checkpoint `step`, verified."
     from safetensors.torch import load_file
@@ -123,6 +124,7 @@ def load_checkpoint(run_dir:Path, step:int) -> dict:
     return dict(model=load_file(str(d / 'model.safetensors')), optimizer=load_tree(d / 'optimizer.safetensors'),
                 rng=load_tree(d / 'rng.safetensors'), state=state)
 
+# %% ../nbs/05_runs.ipynb #4bf8db2d
 def latest_good_checkpoint(run_dir:Path) -> dict|None:
     "The newest checkpoint that loads and verifies, warning about any newer one that does not; None if there is none."
     for step in reversed(list_checkpoints(run_dir)):
@@ -161,6 +163,7 @@ def _alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
 
+# %% ../nbs/05_runs.ipynb #e0365f60
 @contextmanager
 def run_lock(run_dir:Path):
     "Hold `run_dir/.lock` (pid, host) for the duration; refuse a folder another live process holds."
