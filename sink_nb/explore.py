@@ -27,7 +27,7 @@ __all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', '
 
 # %% ../nbs/07_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
-    "Render Altair charts without a network: plain charts as SVG/PNG through vl-convert, widgets from bundled JavaScript."
+    "Render Altair charts offline: plain charts as SVG/PNG through vl-convert, widgets from bundled JavaScript."
     check_choice(fmt, 'fmt', ('svg', 'png'))
     alt.renderers.enable(fmt)
     alt.JupyterChart.enable_offline()
@@ -47,9 +47,13 @@ def _csv(**cols) -> str:
     out = []
     for c in cols.values():
         a = np.asarray(c)
-        out.append(map(str, a.astype(int).tolist()) if a.dtype.kind in 'iub' else map(str, np.round(a, 4).tolist()) if a.dtype.kind == 'f' else map(_quote, a.tolist()))
+        if a.dtype.kind in 'iub': out.append(map(str, a.astype(int).tolist()))
+        # float64 before rounding: a float32 0.2 prints as 0.20000000298023224
+        elif a.dtype.kind == 'f': out.append(map(str, np.round(a.astype(float), 4).tolist()))
+        else: out.append(map(_quote, a.tolist()))
     return ','.join(cols) + '\n' + '\n'.join(map(','.join, zip(*out)))
 
+# %% ../nbs/07_explore.ipynb #6ba86297
 def _named(name:str, *numeric:str) -> alt.NamedData:
     "A named dataset read as CSV with `numeric` columns parsed as numbers: the spec without its data."
     return alt.NamedData(name=name, format=alt.DataFormat(type='csv', parse={c: 'number' for c in numeric}))
@@ -61,7 +65,8 @@ def _frozen(chart) -> tuple:
 def _inline(df:pd.DataFrame) -> alt.InlineData:
     "A frame as inline CSV text, numeric columns parsed back as numbers."
     num = {c: 'number' for c in df.columns if pd.api.types.is_numeric_dtype(df[c])}
-    return alt.InlineData(values=_csv(**{c: df[c].to_numpy() for c in df.columns}), format=alt.DataFormat(type='csv', parse=num))
+    values = _csv(**{c: df[c].to_numpy() for c in df.columns})
+    return alt.InlineData(values=values, format=alt.DataFormat(type='csv', parse=num))
 
 # %% ../nbs/07_explore.ipynb #978f083b
 def _chart(view:tuple, title:str='') -> alt.TopLevelMixin:
@@ -102,13 +107,16 @@ def _grid_template(L:int, H:int, cell:int) -> tuple:
     x = alt.X('head:O', scale=alt.Scale(domain=list(range(H))), axis=alt.Axis(labelOverlap=True))
     y = alt.Y('layer:O', scale=alt.Scale(domain=list(range(L))), axis=alt.Axis(labelOverlap=True))
     base = alt.Chart(_named('grid', 'layer', 'head', 'alpha', 'sink')).encode(x=x, y=y)
-    rect = base.mark_rect().encode(color=alt.Color('alpha:Q', scale=alt.Scale(domain=[0, 1], scheme='viridis'), title='α'),
-                                   tooltip=['layer:O', 'head:O', alt.Tooltip('alpha:Q', format='.3f')]
-                                   ).add_params(alt.selection_point(name='cell', fields=['layer', 'head'], on='click'))
+    color = alt.Color('alpha:Q', scale=alt.Scale(domain=[0, 1], scheme='viridis'), title='α')
+    tip = ['layer:O', 'head:O', alt.Tooltip('alpha:Q', format='.3f')]
+    click = alt.selection_point(name='cell', fields=['layer', 'head'], on='click')
+    rect = base.mark_rect().encode(color=color, tooltip=tip).add_params(click)
     dots = base.transform_filter('datum.sink == 1').mark_circle(color='white', size=cell * 1.5, opacity=0.9)
-    outline = alt.Chart(_named('grid_selected', 'layer', 'head')).mark_rect(fill=None, stroke='red', strokeWidth=2).encode(x=x, y=y)
+    outline = alt.Chart(_named('grid_selected', 'layer', 'head')).mark_rect(
+        fill=None, stroke='red', strokeWidth=2).encode(x=x, y=y)
     return _frozen(alt.layer(rect, dots, outline).properties(width=cell * H, height=cell * L))
 
+# %% ../nbs/07_explore.ipynb #efcd56b7
 def _grid(alpha, eps:float=0.3, selected:tuple|None=None, cell:int|None=None) -> tuple:
     a, eps = _numpy(alpha, 'alpha', 2), check_eps(eps)
     L, H = a.shape
@@ -139,7 +147,8 @@ def _rate_template(L:int) -> tuple:
 
 def _rate(rates, layer:int|None=None) -> tuple:
     r = _numpy(rates, 'rates', 1)
-    return _rate_template(len(r)) + ({'rate': _csv(layer=np.arange(len(r)), rate=r, selected=(np.arange(len(r)) == layer).astype(int))},)
+    layers = np.arange(len(r))
+    return _rate_template(len(r)) + ({'rate': _csv(layer=layers, rate=r, selected=(layers == layer).astype(int))},)
 
 # %% ../nbs/07_explore.ipynb #b9e65216
 def rate_chart(
@@ -155,7 +164,8 @@ def rate_chart(
 def _alpha_template(P:int, n_slots:int, tokens:bool) -> tuple:
     tip = ['position:Q', alt.Tooltip('alpha:Q', format='.3f')] + (['token:N'] if tokens else [])
     base = alt.Chart(_named('alpha', 'position', 'alpha', 'is_k')).encode(
-        x=alt.X('position:Q', title='key position (≤ 0: slots)', scale=alt.Scale(domain=[1 - n_slots, P - n_slots], nice=False)),
+        x=alt.X('position:Q', title='key position (≤ 0: slots)',
+                scale=alt.Scale(domain=[1 - n_slots, P - n_slots], nice=False)),
         y=alt.Y('alpha:Q', scale=alt.Scale(domain=[0, 1], clamp=True), title='α'))
     line = base.mark_line(point=P <= 128, strokeWidth=1).encode(tooltip=tip)
     rule = alt.Chart(_named('alpha_eps', 'eps')).mark_rule(strokeDash=[4, 4], color='gray').encode(y='eps:Q')
@@ -167,7 +177,8 @@ def _alpha(alpha, n_slots:int=0, tokens:list|None=None, eps:float=0.3, k:int=1) 
     pos = np.arange(len(a)) - n_slots + 1
     cols = dict(position=pos, alpha=a, is_k=(pos == k).astype(int))
     if tokens is not None: cols['token'] = np.array(['<slot>'] * n_slots + [str(t) for t in tokens], dtype=object)
-    return _alpha_template(len(a), n_slots, tokens is not None) + ({'alpha': _csv(**cols), 'alpha_eps': _csv(eps=[eps])},)
+    data = {'alpha': _csv(**cols), 'alpha_eps': _csv(eps=[eps])}
+    return _alpha_template(len(a), n_slots, tokens is not None) + (data,)
 
 # %% ../nbs/07_explore.ipynb #6963efff
 def alpha_chart(
@@ -184,17 +195,21 @@ def alpha_chart(
 # %% ../nbs/07_explore.ipynb #6e362f33
 @lru_cache(maxsize=32)
 def _pattern_template(s:int, m:int, labels:tuple|None, tip_tokens:bool) -> tuple:
-    axis = lambda: alt.Axis(labelOverlap=True, labelFontSize=9, labelExpr=f'{json.dumps(labels)}[datum.value + {s - 1}]' if labels else alt.Undefined)
-    tip = ['query:O', 'key:O', alt.Tooltip('weight:Q', format='.3f')] + (['q_token:N', 'k_token:N'] if tip_tokens else [])
+    expr = f'{json.dumps(labels)}[datum.value + {s - 1}]' if labels else alt.Undefined
+    axis = lambda: alt.Axis(labelOverlap=True, labelFontSize=9, labelExpr=expr)
+    tip = ['query:O', 'key:O', alt.Tooltip('weight:Q', format='.3f')]
     size, chart = min(360, 12 * (s + m)), alt.Chart(_named('pattern', 'query', 'key', 'weight'))
     if tip_tokens:                                          # tokens sent once, joined in the browser
         toks = alt.LookupData(data=_named('pattern_tokens', 'position'), key='position', fields=['token'])
-        chart = chart.transform_lookup(lookup='query', from_=toks, as_=['q_token']).transform_lookup(lookup='key', from_=toks, as_=['k_token'])
+        chart = chart.transform_lookup(lookup='query', from_=toks, as_=['q_token'])
+        chart = chart.transform_lookup(lookup='key', from_=toks, as_=['k_token'])
+        tip += ['q_token:N', 'k_token:N']
     return _frozen(chart.mark_rect().encode(
         x=alt.X('key:O', scale=alt.Scale(domain=list(range(1 - s, m + 1))), axis=axis()),
         y=alt.Y('query:O', scale=alt.Scale(domain=list(range(1, m + 1))), axis=axis()),
         color=alt.Color('weight:Q', scale=alt.Scale(scheme='blues')), tooltip=tip).properties(width=size, height=size))
 
+# %% ../nbs/07_explore.ipynb #4656ddd4
 def _pattern(weights, tokens:list|None=None, max_tokens:int=128) -> tuple:
     if weights is None: return _note('no attention pattern: pass `pattern=`, e.g. pattern_from_model(model, ids)')
     max_tokens, w = check_int(max_tokens, 'max_tokens', 1, 128), _numpy(weights, 'weights', 2)
@@ -202,9 +217,13 @@ def _pattern(weights, tokens:list|None=None, max_tokens:int=128) -> tuple:
     if s < 0: raise ValueError(f"`weights` must be (Q, n_slots + Q) with queries on rows, got shape {w.shape}")
     m = min(w.shape[0], max_tokens); w = w[:m, :s + m]
     qi, ki = np.nonzero(w)
-    labels = tuple(['<slot>'] * s + [str(t)[:12] for t in tokens[:m]] + [''] * (m - len(tokens[:m]))) if tokens is not None else None
+    if tokens is None: labels = None
+    else:                                   # slots, then tokens cut to 12 characters, blanks if too few
+        t = [str(t)[:12] for t in tokens[:m]]
+        labels = tuple(['<slot>'] * s + t + [''] * (m - len(t)))
     data = {'pattern': _csv(query=qi + 1, key=ki - s + 1, weight=w[qi, ki])}
-    if labels and m > 48: data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=np.array(labels, dtype=object))
+    if labels and m > 48:
+        data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=np.array(labels, dtype=object))
     return _pattern_template(s, m, labels if m <= 48 else None, bool(labels and m > 48)) + (data,)
 
 # %% ../nbs/07_explore.ipynb #dbf3d122
@@ -226,17 +245,20 @@ def pattern_from_model(
 ) -> Callable:               # pattern(sample, layer, head) -> (Q, n_slots + Q) weights
     "A pattern source for `SinkExplorer`: eager weights of one sample's first `max_tokens` tokens, cached per sample."
     max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
-    if not isinstance(ids, Tensor) or ids.ndim != 2: raise ValueError(f"`ids` must be a (N, T) tensor of token ids, got {getattr(ids, 'shape', type(ids))}")
+    if not isinstance(ids, Tensor) or ids.ndim != 2:
+        raise ValueError(f"`ids` must be a (N, T) tensor of token ids, got {getattr(ids, 'shape', type(ids))}")
     @lru_cache(maxsize=cache)
     def layers(sample:int) -> list[Tensor]:
         x = ids[sample:sample + 1, :max_tokens].to(next(model.parameters()).device)
-        with torch.no_grad(): _, cache = model.run_with_cache(x, names_filter=lambda name: name.endswith('hook_pattern'))
-        return [cache[f'blocks.{l}.attn.hook_pattern'][0, :, -x.shape[1]:].float().cpu() for l in range(model.config.n_layer)]
+        with torch.no_grad(): _, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith('hook_pattern'))
+        T = x.shape[1]                                      # the last T query rows: a sink token's own row is dropped
+        return [cache[f'blocks.{l}.attn.hook_pattern'][0, :, -T:].float().cpu() for l in range(model.config.n_layer)]
     return lambda sample, layer, head: layers(int(sample))[layer][head]
 
 # %% ../nbs/07_explore.ipynb #2510db26
-_VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'), 'eps': ('grid', 'rate', 'alpha'),
-          'k': ('grid', 'rate', 'alpha'), 'sample': ('grid', 'rate', 'alpha', 'pattern')}
+_VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),
+          'eps': ('grid', 'rate', 'alpha'), 'k': ('grid', 'rate', 'alpha'),
+          'sample': ('grid', 'rate', 'alpha', 'pattern')}
 _ALL = ('grid', 'rate', 'alpha', 'pattern')
 _EMBED = {'renderer': 'canvas', 'actions': False}   # canvas: SVG gradient ids of several charts on a page collide
 
@@ -250,26 +272,33 @@ class SinkExplorer(W.VBox):
     "Layer, head, ε, k and sample controls over a `SinkResult`, driving four Altair views."
     def __init__(self,
                  result:SinkResult,            # what to explore
-                 pattern:Callable|None=None,   # pattern(sample, layer, head) -> (Q, n_slots + Q) weights, e.g. `pattern_from_model`
+                 pattern:Callable|None=None,   # (sample, layer, head) -> (Q, n_slots + Q) weights: `pattern_from_model`
                  eps:float|None=None,          # initial ε; None: the result's metadata['eps'] or 0.3
                  max_tokens:int=128,           # positions of the pattern view, at most 128
                  offline:bool=True):           # load the widget's JavaScript from vl-convert's bundle, not a CDN
         super().__init__()
-        if not isinstance(result, SinkResult): raise ValueError(f"`result` must be a SinkResult, got {type(result).__name__}")
-        if pattern is not None and not callable(pattern): raise ValueError("`pattern` must be a callable (sample, layer, head) -> (Q, n_slots + Q) weights, or None")
-        self.result, self.pattern, self.max_tokens, self._pending = result, pattern, check_int(max_tokens, 'max_tokens', 1, 128), None
+        if not isinstance(result, SinkResult):
+            raise ValueError(f"`result` must be a SinkResult, got {type(result).__name__}")
+        if pattern is not None and not callable(pattern):
+            raise ValueError("`pattern` must be a callable (sample, layer, head) -> (Q, n_slots + Q) weights, or None")
+        self.max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
+        self.result, self.pattern, self._pending = result, pattern, None
         if offline: alt.JupyterChart.enable_offline()
         (l, h), slider = _strongest(result), partial(W.IntSlider, continuous_update=False)
-        self.layer, self.head = slider(l, 0, result.L - 1, description='layer'), slider(h, 0, result.H - 1, description='head')
+        self.layer = slider(l, 0, result.L - 1, description='layer')
+        self.head = slider(h, 0, result.H - 1, description='head')
         self.k = slider(1, 1, result.T, description='k')
-        self.eps = W.FloatSlider(check_eps(eps or result.metadata.get('eps', 0.3)), min=0.05, max=0.95, step=0.05, description='ε', continuous_update=False)
-        self.sample = W.Dropdown(options=[('all', -1)] + [(f'{i}', i) for i in range(result.N)], value=-1, description='sample')
+        eps = check_eps(eps or result.metadata.get('eps', 0.3))
+        self.eps = W.FloatSlider(eps, min=0.05, max=0.95, step=0.05, description='ε', continuous_update=False)
+        samples = [('all', -1)] + [(f'{i}', i) for i in range(result.N)]
+        self.sample = W.Dropdown(options=samples, value=-1, description='sample')
         self.charts = {v: alt.JupyterChart(self.view(v), embed_options=_EMBED) for v in _ALL}
         for name in _VIEWS: getattr(self, name).observe(partial(self._changed, name), 'value')
         self.charts['grid'].selections.observe(self._clicked, ['cell'])
         self.info = W.HTML(self._info(), layout=W.Layout(margin='2px 0 2px 12px'))
         self.children = [W.HBox([self.layer, self.head, self.sample]), W.HBox([self.eps, self.k]), self.info,
-                         W.HBox([self.charts['grid'], self.charts['rate']]), W.HBox([self.charts['alpha'], self.charts['pattern']])]
+                         W.HBox([self.charts['grid'], self.charts['rate']]),
+                         W.HBox([self.charts['alpha'], self.charts['pattern']])]
 
 # %% ../nbs/07_explore.ipynb #09f53aac
 @patch
@@ -283,18 +312,22 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
     if name == 'rate':
         rates = 100 * (a_k if s < 0 else a_k[s:s + 1]).gt(eps).double().mean((0, 2))
         return _rate(rates, l), f'Sink_{k} (ε={eps:g}) per layer, {where}'
-    if name == 'alpha': return _alpha(pick(r.alpha[:, l, h]), r.n_slots, tokens if s >= 0 else None, eps, k), f'α of layer {l}, head {h}, {where}'
+    if name == 'alpha':
+        view = _alpha(pick(r.alpha[:, l, h]), r.n_slots, tokens if s >= 0 else None, eps, k)
+        return view, f'α of layer {l}, head {h}, {where}'
     if name == 'pattern':
         w = None if self.pattern is None else self.pattern(max(s, 0), l, h)
         return _pattern(w, tokens, self.max_tokens), f'pattern of layer {l}, head {h}, sample {max(s, 0)}'
 
+# %% ../nbs/07_explore.ipynb #68697379
 @patch
 def _info(self:SinkExplorer) -> str:
     "One line under the controls: the chosen head's α_k and the overall Sink_k^ε."
     l, h, k, eps, s, r = self.layer.value, self.head.value, self.k.value, self.eps.value, self.sample.value, self.result
     a_k = r.alpha[..., r.n_slots + k - 1]                                  # (N, L, H)
     a = float(a_k[:, l, h].mean() if s < 0 else a_k[s, l, h])
-    return (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({'above' if a > eps else 'not above'} ε = {eps:g}); "
+    above = 'above' if a > eps else 'not above'
+    return (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}); "
             f"Sink<sub>{k}</sub> = {100 * a_k.gt(eps).double().mean():.1f}% over all heads and samples")
 
 # %% ../nbs/07_explore.ipynb #62d740a2
@@ -342,7 +375,8 @@ def static(self:SinkExplorer) -> alt.VConcatChart:
     parts = {v: self._parts(v) for v in _ALL}
     c = {v: chart.properties(title=title) for v, ((chart, _, _), title) in parts.items()}
     data = {name: csv for (_, _, ds), _ in parts.values() for name, csv in ds.items()}
-    return alt.vconcat(alt.hconcat(c['grid'], c['rate']), alt.hconcat(c['alpha'], c['pattern'])).resolve_scale(color='independent').properties(datasets=data)
+    top, bottom = alt.hconcat(c['grid'], c['rate']), alt.hconcat(c['alpha'], c['pattern'])
+    return alt.vconcat(top, bottom).resolve_scale(color='independent').properties(datasets=data)
 
 @patch
 def _repr_mimebundle_(self:SinkExplorer, **kwargs):
@@ -355,13 +389,16 @@ def runs_frame(run_dirs) -> pd.DataFrame:   # run directories (or one)
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     rows = []
     for d in dirs:
-        if not (d / 'metrics.jsonl').is_file(): raise ValueError(f"`run_dirs`: {d} has no metrics.jsonl; pass directories written by train()")
+        if not (d / 'metrics.jsonl').is_file():
+            raise ValueError(f"`run_dirs`: {d} has no metrics.jsonl; pass directories written by train()")
         for line in (d / 'metrics.jsonl').read_text().splitlines():
             rec = json.loads(line) if line.strip() else {}
             if 'step' not in rec or 'event' in rec: continue
-            vals = {m: rec.get(m) for m in ('loss', 'val_loss')} | {f'Sink_{k}': v for k, v in (rec.get('sink') or {}).items()}
+            vals = {m: rec.get(m) for m in ('loss', 'val_loss')}
+            vals |= {f'Sink_{k}': v for k, v in (rec.get('sink') or {}).items()}
             if rec.get('sink_star') is not None: vals['Sink*'] = rec['sink_star']
-            rows += [dict(run=d.name, step=rec['step'], tokens=rec.get('tokens'), metric=m, value=v) for m, v in vals.items() if v is not None]
+            rows += [dict(run=d.name, step=rec['step'], tokens=rec.get('tokens'), metric=m, value=v)
+                     for m, v in vals.items() if v is not None]
     return pd.DataFrame(rows, columns=['run', 'step', 'tokens', 'metric', 'value'])
 
 # %% ../nbs/07_explore.ipynb #dbf36a66
@@ -374,13 +411,13 @@ def runs_chart(
     check_choice(x, 'x', ('step', 'tokens'))
     have = sorted(set(frame.metric) - {'loss', 'val_loss'})
     check_choice(sink, 'sink', have)
-    colour = alt.Color('run:N', scale=alt.Scale(domain=sorted(set(frame.run))))
+    colour, size = alt.Color('run:N', scale=alt.Scale(domain=sorted(set(frame.run)))), dict(width=300, height=200)
     loss = alt.Chart(_inline(frame[frame.metric.isin(['loss', 'val_loss'])])).mark_line(point=True).encode(
         x=f'{x}:Q', y=alt.Y('value:Q', title='loss', scale=alt.Scale(zero=False)), color=colour, strokeDash='metric:N',
-        tooltip=['run:N', f'{x}:Q', 'metric:N', alt.Tooltip('value:Q', format='.4f')]).properties(width=300, height=200, title='loss')
+        tooltip=['run:N', f'{x}:Q', 'metric:N', alt.Tooltip('value:Q', format='.4f')]).properties(**size, title='loss')
     rate = alt.Chart(_inline(frame[frame.metric == sink])).mark_line(point=True).encode(
         x=f'{x}:Q', y=alt.Y('value:Q', title=f'{sink} (%)', scale=alt.Scale(domain=[0, 100])), color=colour,
-        tooltip=['run:N', f'{x}:Q', alt.Tooltip('value:Q', format='.2f')]).properties(width=300, height=200, title=sink)
+        tooltip=['run:N', f'{x}:Q', alt.Tooltip('value:Q', format='.2f')]).properties(**size, title=sink)
     return alt.hconcat(loss, rate)
 
 # %% ../nbs/07_explore.ipynb #b1815ff2
@@ -404,7 +441,9 @@ class RunExplorer(W.VBox):
         f = self.frame[self.frame.run.isin(self.runs.value)]
         return runs_chart(f, self.sink.value, self.x.value) if len(f) else _chart(_note('no run selected'))
 
-    def _repr_mimebundle_(self, **kwargs): return (super()._repr_mimebundle_(**kwargs) or {}) | {'image/svg+xml': to_svg(self.view())}
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        return data | {'image/svg+xml': to_svg(self.view())}
 
 # %% ../nbs/07_explore.ipynb #91cef958
 def compare_frame(
@@ -427,6 +466,8 @@ def compare_frame(
 def compare(results, k:int=1, eps:float=0.3) -> alt.Chart:
     "Bar chart of Sink_k^ε across models or variants, the paper's values beside ours when known."
     f = compare_frame(results, k, eps)
-    bars = alt.Chart(_inline(f)).encode(y=alt.Y('model:N', title=None), x=alt.X('sink:Q', scale=alt.Scale(domain=[0, 100]), title=f'Sink_{k} (%), ε = {eps:g}'),
-                                        yOffset='source:N', color=alt.Color('source:N', scale=alt.Scale(domain=['sink_nb', 'paper'])))
-    return (bars.mark_bar() + bars.mark_text(align='left', dx=3, fontSize=10).encode(text=alt.Text('sink:Q', format='.1f'))).properties(width=360)
+    x = alt.X('sink:Q', scale=alt.Scale(domain=[0, 100]), title=f'Sink_{k} (%), ε = {eps:g}')
+    colour = alt.Color('source:N', scale=alt.Scale(domain=['sink_nb', 'paper']))
+    bars = alt.Chart(_inline(f)).encode(y=alt.Y('model:N', title=None), x=x, yOffset='source:N', color=colour)
+    labels = bars.mark_text(align='left', dx=3, fontSize=10).encode(text=alt.Text('sink:Q', format='.1f'))
+    return (bars.mark_bar() + labels).properties(width=360)
