@@ -1,6 +1,6 @@
 """The paper's data path end to end on CPU: `sink-nb prepare` tokenises ≥ 1 GB of text into token shards, then
 `sink-nb train --config 60m-default` reads them for a few steps of a reduced model — each command in its own process,
-with its wall time and peak RSS.
+with its wall time and peak PSS (its process tree).
 
     python bench/prepare_train_e2e.py --mb 1000 --out bench/results/prepare_train_e2e_cpu.txt
 
