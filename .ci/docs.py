@@ -1,10 +1,11 @@
 """Build the docs site offline: nbdev's notebook processing (what `nbdev_docs` does in `_proc/` before it calls Quarto)
 followed by nbconvert's HTML exporter instead of Quarto, into `_docs/` with a sidebar in the order of `_quarto.yml`.
 Notebooks are not executed: pages show their saved outputs (the nbdev convention), so charts are the inline SVG/PNG
-outputs they were saved with. `python .ci/docs.py` builds `_docs/`; `--check` builds into a temporary folder and exits 1
+outputs they were saved with. `python .ci/docs.py` builds `_docs/` (`--out DIR` elsewhere); `--check` builds into a temporary folder and exits 1
 naming every page that failed to convert or lost chart outputs. `--nbdev-exec` executes exactly what nbdev does for
 `show_doc` (also non-exported cells that mix imports with other code; by default only exported, import-only and
-`show_doc` cells run)."""
+`show_doc` cells run). TeX in markdown (`$...$`, `$$...$$`) is converted to MathML at build time (latex2mathml), so
+pages show rendered math with no script and nothing fetched."""
 import ast, html, json, os, re, shutil, sys, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -62,8 +63,29 @@ _QLINK = re.compile(r'\[([^\]]*)\]\(([^)\s]+)\)\{([^}]*)\}')   # [text](url){tar
 
 def _clean_md(text:str, link) -> str:
     "Quarto-only markdown made plain: link attributes become HTML anchors; links are rewritten by `link`."
-    text = _QLINK.sub(lambda m: f'<a href="{link(m[2])}" {m[3]}>{m[1]}</a>', text)
-    return re.sub(r'\]\(([^)\s]+)\)', lambda m: f']({link(m[1])})', text)
+    text = _QLINK.sub(lambda m: '' if link(m[2]) is None else f'<a href="{link(m[2])}" {m[3]}>{m[1]}</a>', text)
+    return re.sub(r'\]\(([^)\s]+)\)', lambda m: f']({link(m[1]) or m[1]})', text)
+
+
+_CODE = re.compile(r'(```.*?```|~~~.*?~~~|`[^`\n]*`)', re.S)                    # code spans and fences keep their dollars
+_DISPLAY = re.compile(r'\$\$(.+?)\$\$', re.S)
+_INLINE = re.compile(r'(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])')   # $x$ but not "costs $5 and $6"
+
+def _math(text:str, store:list) -> str:
+    "Replace TeX in markdown by placeholders; `store` gets the MathML each placeholder stands for."
+    from latex2mathml.converter import convert
+    def put(tex:str, display:str) -> str:
+        store.append(convert(tex.strip(), display=display)); return f'SINKNBMATH{len(store) - 1}X'
+    parts = _CODE.split(text)
+    for i in range(0, len(parts), 2):                                     # even parts are prose, odd ones code
+        parts[i] = _INLINE.sub(lambda m: put(m[1], 'inline'), _DISPLAY.sub(lambda m: put(m[1], 'block'), parts[i]))
+    return ''.join(parts)
+
+
+def _unmath(page_html:str, store:list) -> str:
+    "Put the MathML back where `_math` left placeholders (a display formula alone in a paragraph loses the <p>)."
+    page_html = re.sub(r'<p>\s*(SINKNBMATH\d+X)\s*</p>', r'\1', page_html)
+    return re.sub(r'SINKNBMATH(\d+)X', lambda m: store[int(m[1])], page_html)
 
 
 def _rel(target:str, page:str) -> str:
@@ -71,10 +93,11 @@ def _rel(target:str, page:str) -> str:
     return os.path.relpath(target, os.path.dirname(page) or '.').replace(os.sep, '/')
 
 
-def _linker(page:str, pages:dict, site_url:str):
-    "Rewrite links to notebooks and to the published site so they work in the offline folder."
-    def link(url:str) -> str:
+def _linker(page:str, pages:dict, site_url:str, source_url:str=''):
+    "Rewrite links to notebooks and to the published site so they work offline; None for show_doc's source links."
+    def link(url:str) -> str|None:
         base, hash_, frag = url.partition('#')
+        if source_url and base.startswith(source_url + '/blob/'): return None     # settings.ini's git_url: not published
         if site_url and base.startswith(site_url): return _rel(base[len(site_url):].lstrip('/') or 'index.html', page) + hash_ + frag
         if base.endswith('.ipynb') and '://' not in base:
             src = os.path.normpath(os.path.join(os.path.dirname(pages[page]['src']), base)).replace(os.sep, '/')
@@ -84,17 +107,17 @@ def _linker(page:str, pages:dict, site_url:str):
     return link
 
 
-def _prepare(nbj:dict, page:str, pages:dict, site_url:str):
-    "Apply the cell options Quarto honours and clean Quarto-only markdown; returns (notebook, front matter)."
+def _prepare(nbj:dict, page:str, pages:dict, site_url:str, maths:list, source_url:str=''):
+    "Apply the cell options Quarto honours, clean Quarto-only markdown, set TeX aside in `maths`; returns (notebook, front matter)."
     import nbformat, yaml
     nb = nbformat.reads(json.dumps(nbj), as_version=4)
-    fm, cells, link = {}, [], _linker(page, pages, site_url)
+    fm, cells, link = {}, [], _linker(page, pages, site_url, source_url)
     for cell in nb.cells:
         if cell.cell_type == 'raw' and cell.source.startswith('---'):
             fm.update(yaml.safe_load(cell.source.strip().strip('-')) or {}); continue
         if cell.cell_type == 'markdown':
             if cell.source.strip().startswith('<!-- WARNING: THIS FILE WAS AUTOGENERATED'): continue
-            cell.source = _clean_md(cell.source, link); cells.append(cell); continue
+            cell.source = _math(_clean_md(cell.source, link), maths); cells.append(cell); continue
         if cell.cell_type != 'code': continue
         opts, cell.source = _directives(cell.source)
         if opts.get('include') == 'false': continue
@@ -103,7 +126,7 @@ def _prepare(nbj:dict, page:str, pages:dict, site_url:str):
         if opts.get('output') == 'false': tags.append('remove_output')
         for out in cell.get('outputs', []):
             data = out.get('data', {})
-            if 'text/markdown' in data: data['text/markdown'] = _clean_md(data['text/markdown'], link)
+            if 'text/markdown' in data: data['text/markdown'] = _math(_clean_md(data['text/markdown'], link), maths)
         if cell.source.strip() or cell.get('outputs'): cells.append(cell)
     nb.cells = cells
     return nb, fm
@@ -203,7 +226,8 @@ def _page(title:str, desc:str, body:str, page:str, nav:list, pages:dict, site:di
         if section: side.append(f'<div class="section">{html.escape(section)}</div>')
         side.append('<ul>' + ''.join(f'<li><a href="{rel(p)}"{" class=active" if p == page else ""}>{html.escape(pages[p]["title"])}</a></li>'
                                      for p in items) + '</ul>')
-    head = f'<header class="title"><h1>{html.escape(title)}</h1>' + (f'<p class="description">{html.escape(desc)}</p>' if desc else '') + '</header>'
+    desc = re.sub(r'`([^`]+)`', r'<code>\1</code>', html.escape(desc))      # front matter's `code` as in Quarto's subtitle
+    head = f'<header class="title"><h1>{html.escape(title)}</h1>' + (f'<p class="description">{desc}</p>' if desc else '') + '</header>'
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f'<title>{html.escape(title)} – {html.escape(site["title"])}</title>\n<link rel="stylesheet" href="{rel("site.css")}">'
             + (f'<link rel="stylesheet" href="{rel("styles.css")}">' if site.get('styles') else '') +
@@ -245,8 +269,10 @@ def build(out:Path, nbdev_exec:bool=False, workers:int=2) -> list[str]:
     exporter = _exporter()
     for page, v in done.items():
         try:
-            nb, fm = _prepare(v['nb'], page, done, site_url)
+            maths = []
+            nb, fm = _prepare(v['nb'], page, done, site_url, maths, cfg.get('git_url', '').rstrip('/'))
             body, _ = exporter.from_notebook_node(nb)
+            body = _unmath(body, maths)
             text = _page(v['title'], str(fm.get('description', '') or ''), body, page, nav, done, site)
         except Exception as e:
             problems.append(f'{v["src"]}: conversion to HTML failed: {type(e).__name__}: {e}'); continue
@@ -259,13 +285,19 @@ def build(out:Path, nbdev_exec:bool=False, workers:int=2) -> list[str]:
 
 def main(argv:list[str]) -> int:
     check, nbdev_exec = '--check' in argv, '--nbdev-exec' in argv
+    dest = Path(argv[argv.index('--out') + 1]).resolve() if '--out' in argv else ROOT / '_docs'   # --out DIR: build there
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / '_docs' if check else ROOT / '_docs'
-        if not check: shutil.rmtree(out, ignore_errors=True)
+        out = Path(tmp) / '_docs' if check else dest
+        if not check and out.exists() and any(out.iterdir()):
+            stray = [f.name for f in out.iterdir() if f.suffix not in ('.html', '.css') and f.name != 'experiments']
+            if stray or not (out / 'site.css').exists():      # never delete a folder this script did not write
+                print(f'docs: {out} holds files that are not an earlier docs build ({", ".join(stray[:5]) or "no site.css"}); '
+                      'give --out an empty or new folder'); return 2
+            shutil.rmtree(out)
         problems = build(out, nbdev_exec)
         pages = sorted(p.relative_to(out).as_posix() for p in out.rglob('*.html'))
-        print(f'docs: {len(pages)} pages{"" if check else " in " + str(out.relative_to(ROOT))} in {time.perf_counter() - t:.0f} s')
+        print(f'docs: {len(pages)} pages{"" if check else " in " + str(out)} in {time.perf_counter() - t:.0f} s')
     for p in problems: print('FAILED', p)
     return 1 if problems else 0
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
@@ -319,8 +318,9 @@ def __repr__(self:SinkResult) -> str:
 
 # %% ../nbs/02_metrics.ipynb #6f5d37cd
 @patch
-def to_frame(self:SinkResult) -> pd.DataFrame:
+def to_frame(self:SinkResult) -> 'pd.DataFrame':
     "Tidy table: sample, layer, head, position (1 = first token, 0 = slot), token, alpha."
+    import pandas as pd                  # here, not at the top: `sink-nb train` answers sooner without it
     N, L, H, P = self.alpha.shape
     n, l, h, p = np.meshgrid(np.arange(N), np.arange(L), np.arange(H), np.arange(P), indexing='ij')
     df = pd.DataFrame({'sample': n.ravel(), 'layer': l.ravel(), 'head': h.ravel(),

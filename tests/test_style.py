@@ -63,3 +63,15 @@ def test_cli_help_imports_no_torch():
     code = 'import sys, sink_nb.cli; sink_nb.cli._parser().format_help(); print(sorted(m for m in ("torch", "pandas", "transformers") if m in sys.modules))'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == '[]', out.stdout
+
+
+NOTEBOOKS = sorted((ROOT / 'nbs').rglob('*.ipynb'))
+NOTEBOOK_MAX_BYTES = 1_000_000
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / 'nbs').as_posix())
+def test_saved_notebooks_stay_small(path):
+    "No widget state saved (each JupyterChart's would carry a 0.9 MB JavaScript bundle) and under 1 MB: .ci/refresh."
+    nb = json.loads(path.read_text())
+    assert 'widgets' not in nb.get('metadata', {}), f'{path.name} holds saved widget state: re-run it with .ci/refresh'
+    assert path.stat().st_size < NOTEBOOK_MAX_BYTES, f'{path.name} is {path.stat().st_size:,} bytes (limit {NOTEBOOK_MAX_BYTES:,})'

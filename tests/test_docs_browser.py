@@ -1,0 +1,166 @@
+"""The docs site in a real browser: every page of the offline build (`.ci/docs.py`) opened in Debian's chromium.
+
+Per page it asserts that no TeX is left raw (no `$$`, no `$\\command`) outside code, that each display formula of the
+source notebook became rendered MathML with a size, that every chart's text (legend, axis titles, tick labels) lies
+inside the chart's SVG box and that tick labels of one axis do not overlap, that relative links resolve to files of the
+build and none points at the unpublished source repository; then it saves a full-page screenshot to
+tests/artifacts/docs/ (gitignored). Skipped when chromium or playwright is missing, unless CI is set.
+"""
+import json, os, re, subprocess, sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = '/usr/bin/chromium'
+FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+         '--disable-sync', '--no-first-run', '--allow-file-access-from-files']
+SLACK = 1.0                                                   # px: anti-aliasing may spill a text box by a fraction
+
+# Measured in the page: everything the assertions need, in one round trip per page.
+PAGE_FACTS = r"""() => {
+  const main = document.querySelector('main');
+  const prose = main.cloneNode(true);
+  prose.querySelectorAll('pre, code, math, script, style').forEach(e => e.remove());
+  const box = r => ({l: r.left, t: r.top, r: r.right, b: r.bottom, w: r.width, h: r.height});
+  // nbconvert shows SVG outputs as <img src="data:image/svg+xml;base64,…">, clipped at the SVG's own width and height:
+  // each is decoded and measured, alone, in an off-screen copy; inline <svg> charts are measured where they are.
+  const decode = src => { const [head, data] = src.split(',', 2);
+    if (!head.endsWith(';base64')) return decodeURIComponent(data);
+    return new TextDecoder().decode(Uint8Array.from(atob(data), c => c.charCodeAt(0))); };
+  const imgs = Array.from(main.querySelectorAll('img')).filter(im => (im.getAttribute('src') || '').startsWith('data:image/svg+xml'));
+  const inline = Array.from(main.querySelectorAll('svg')).filter(s => !s.parentElement.closest('svg'));
+  const measure = (svg, i) => {
+    const frame = box(svg.getBoundingClientRect());
+    const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getClientRects().length)
+      .map(t => ({s: t.textContent.trim(), ...box(t.getBoundingClientRect())}));
+    const axes = Array.from(svg.querySelectorAll('g.role-axis-label')).map(g =>
+      Array.from(g.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getClientRects().length)
+        .map(t => ({s: t.textContent.trim(), angle: (t.getAttribute('transform') || '').includes('rotate'),
+                    ...box(t.getBoundingClientRect())})));
+    return {i, frame, texts, axes};
+  };
+  const charts = inline.map(measure);
+  imgs.forEach((im, j) => {
+    const holder = document.createElement('div');
+    holder.style.cssText = 'position:absolute;left:0;top:0;';
+    holder.innerHTML = decode(im.getAttribute('src'));
+    document.body.appendChild(holder);
+    charts.push(measure(holder.querySelector('svg'), inline.length + j));
+    holder.remove();
+  });
+  const maths = Array.from(main.querySelectorAll('math')).map(m => ({block: m.getAttribute('display') === 'block',
+                                                                  ...box(m.getBoundingClientRect())}));
+  const links = Array.from(main.querySelectorAll('a[href]')).map(a => a.getAttribute('href'));
+  return {prose: prose.innerText, charts, maths, links, src: document.querySelector('footer').innerText};
+}"""
+
+
+def _missing() -> list[str]:
+    out = [] if Path(CHROMIUM).exists() else [f'{CHROMIUM} (apt-get install chromium)']
+    for mod in ('playwright', 'latex2mathml', 'nbconvert'):
+        try: __import__(mod)
+        except ImportError: out.append(f'python package {mod}')
+    return out
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    "The docs built offline into a fresh folder; yields it."
+    missing = _missing()
+    if missing:
+        if os.environ.get('CI'): pytest.fail(f'CI is set but the docs browser test needs: {", ".join(missing)}')
+        pytest.skip(f'docs browser test needs: {", ".join(missing)}')
+    out = tmp_path_factory.mktemp('site') / '_docs'
+    r = subprocess.run([sys.executable, str(ROOT / '.ci' / 'docs.py'), '--out', str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, f'docs build failed:\n{r.stdout}\n{r.stderr[-3000:]}'
+    return out
+
+
+def display_formulas(notebook:Path) -> int:
+    "`$$…$$` formulas in the markdown cells of a notebook: what the page must show as block MathML."
+    nb = json.loads(notebook.read_text())
+    md = [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'markdown']
+    return sum(len(re.findall(r'\$\$.+?\$\$', re.sub(r'```.*?```|`[^`\n]*`', '', m, flags=re.S), re.S)) for m in md)
+
+
+def _outside(t:dict, frame:dict) -> bool:
+    return t['l'] < frame['l'] - SLACK or t['t'] < frame['t'] - SLACK or t['r'] > frame['r'] + SLACK or t['b'] > frame['b'] + SLACK
+
+
+def _overlap(a:dict, b:dict, gap:float=2.0) -> bool:
+    "Boxes closer than `gap` px (touching labels read as one number: '180200')."
+    return min(a['r'], b['r']) - max(a['l'], b['l']) > -gap and min(a['b'], b['b']) - max(a['t'], b['t']) > -gap
+
+
+def page_problems(facts:dict, page:Path, site:Path, source_url:str) -> list[str]:
+    "What is wrong with one rendered page, as sentences naming the page and the element."
+    name, bad = page.relative_to(site).as_posix(), []
+    if '$$' in facts['prose']: bad.append(f'{name}: raw display TeX left: …{facts["prose"].split("$$")[1][:60]}…')
+    for m in re.finditer(r'\$\\[A-Za-z]+', facts['prose']): bad.append(f'{name}: raw inline TeX left: {facts["prose"][m.start():m.start() + 40]!r}')
+    src = ROOT / 'nbs' / facts['src'].split('Built offline from ')[1].split(' by ')[0]
+    want, got = display_formulas(src), sum(m['block'] for m in facts['maths'])
+    if got != want: bad.append(f'{name}: {want} display formulas in {src.name}, {got} rendered as MathML')
+    bad += [f'{name}: a formula drawn with no size' for m in facts['maths'] if m['w'] < 1 or m['h'] < 1]
+    for c in facts['charts']:
+        f = c['frame']
+        for t in c['texts']:
+            if _outside(t, f):
+                bad.append(f'{name}: chart {c["i"]}: text {t["s"]!r} at ({t["l"]:.0f}, {t["t"]:.0f})–({t["r"]:.0f}, {t["b"]:.0f}) '
+                           f'leaves its SVG box ({f["l"]:.0f}, {f["t"]:.0f})–({f["r"]:.0f}, {f["b"]:.0f})')
+        for labels in c['axes']:
+            flat = [t for t in labels if not t['angle']]
+            for a, b in zip(flat, flat[1:]):
+                if _overlap(a, b): bad.append(f'{name}: chart {c["i"]}: tick labels {a["s"]!r} and {b["s"]!r} overlap')
+    for href in facts['links']:
+        if source_url and href.startswith(source_url): bad.append(f'{name}: link to the unpublished repository: {href}')
+        u = urlparse(href)
+        if not u.scheme and u.path and not (page.parent / unquote(u.path)).exists(): bad.append(f'{name}: broken link {href}')
+    return bad
+
+
+def test_every_docs_page_renders_math_and_fits_its_charts(site):
+    from playwright.sync_api import sync_playwright
+    from configparser import ConfigParser
+    cfg = ConfigParser(); cfg.read(ROOT / 'settings.ini')
+    source_url = cfg['DEFAULT'].get('git_url', '').rstrip('/')
+    pages = sorted(site.rglob('*.html'))
+    assert len(pages) >= 15, f'only {len(pages)} pages built'
+    shots = ROOT / 'tests' / 'artifacts' / 'docs'
+    shots.mkdir(parents=True, exist_ok=True)
+    problems, external, n_charts, n_math = [], [], 0, 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport=dict(width=1400, height=1000))
+            page.route('**/*', lambda route: route.continue_() if route.request.url.startswith('file://')
+                       else (external.append(route.request.url), route.abort()))
+            for path in pages:
+                page.goto(path.as_uri(), wait_until='load')
+                facts = page.evaluate(PAGE_FACTS)
+                problems += page_problems(facts, path, site, source_url)
+                n_charts += len(facts['charts']); n_math += len(facts['maths'])
+                page.screenshot(path=str(shots / (path.relative_to(site).as_posix().replace('/', '__')[:-5] + '.png')), full_page=True)
+        finally:
+            browser.close()
+    print(f'{len(pages)} pages, {n_charts} SVG charts, {n_math} formulas; screenshots in {shots}')
+    assert n_math > 0 and n_charts > 0, 'no formula or no chart found in the whole site: the page facts are not being read'
+    assert not external, f'pages fetched from the network: {external[:5]}'
+    assert not problems, '\n'.join(problems)
+
+
+def test_page_problems_catches_what_it_claims(tmp_path):
+    "The checker itself: a clipped legend, overlapping ticks, raw TeX and a broken link are each reported."
+    (tmp_path / 'a.html').write_text('')
+    nb = tmp_path / 'x.ipynb'
+    frame = dict(l=0, t=0, r=100, b=50, w=100, h=50)
+    facts = dict(prose='see $$x$$ and $\\alpha$', maths=[], links=['missing.html', 'a.html', 'https://github.com/o/r/blob/x'],
+                 src=f'Built offline from {nb} by .ci/docs.py',
+                 charts=[dict(i=0, frame=frame, texts=[dict(s='legend', l=90, t=5, r=120, b=15, w=30, h=10)],
+                              axes=[[dict(s='0.1', angle=False, l=10, t=40, r=30, b=48), dict(s='0.2', angle=False, l=25, t=40, r=45, b=48)]])])
+    nb.write_text(json.dumps(dict(cells=[dict(cell_type='markdown', source=['$$x$$'])])))
+    bad = page_problems(facts, tmp_path / 'a.html', tmp_path, 'https://github.com/o/r')
+    for needle in ('raw display TeX', 'raw inline TeX', '1 display formulas', "'legend'", 'overlap', 'broken link missing.html',
+                   'unpublished repository'):
+        assert any(needle in b for b in bad), (needle, bad)
