@@ -10,10 +10,12 @@ from pathlib import Path
 from . import __version__
 
 # %% auto #0
-__all__ = ['DEMO_VARIANTS', 'PROBE_KINDS', 'svg_chart', 'run_demo', 'run_prepare', 'run_train', 'run_measure', 'main']
+__all__ = ['DEMO_VARIANTS', 'PROBE_KINDS', 'svg_chart', 'run_demo', 'run_prepare', 'run_train', 'run_measure', 'run_compare',
+           'run_mitigations', 'main']
 
 # %% ../nbs/08_cli.ipynb #64cfcd00
-_COLOURS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e']
+_COLOURS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
+            '#17becf']
 
 def _axis_range(values:list[float], ylim:tuple|None) -> tuple[float, float]:
     if ylim is not None: return ylim
@@ -40,7 +42,7 @@ def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tu
                f'transform="rotate(-90 {x0 + 14} {(top + height - pad_b) / 2:.1f})">{ylabel}</text>')
     out.append(f'<text x="{X((a + b) / 2):.1f}" y="{height - 8}" text-anchor="middle">step</text>')
     for i, pts in enumerate(series.values()):
-        out.append(f'<polyline fill="none" stroke="{_COLOURS[i % 5]}" stroke-width="2" '
+        out.append(f'<polyline fill="none" stroke="{_COLOURS[i % len(_COLOURS)]}" stroke-width="2" '
                    f'points="{" ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)}"/>')
     return out
 
@@ -52,14 +54,16 @@ def svg_chart(panels:list[dict], title:str='', width:int=760, height:int=320) ->
            'font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>']
-    for i, name in enumerate(names):                                        # the legend: a swatch and a name each
-        x = width / 2 - 60 * len(names) + 120 * i
-        out.append(f'<line x1="{x:.0f}" x2="{x + 24:.0f}" y1="36" y2="36" stroke="{_COLOURS[i % 5]}" stroke-width="3"/>'
-                   f'<text x="{x + 30:.0f}" y="40">{name}</text>')
-    w = width / len(panels)
+    per_row = max(1, int((width - 20) // 120))                              # the legend: rows of swatch + name
+    for i, name in enumerate(names):
+        row, n_row = divmod(i, per_row)[0], min(per_row, len(names) - i // per_row * per_row)
+        x, y = width / 2 - 60 * n_row + 120 * (i % per_row), 36 + 18 * row
+        out.append(f'<line x1="{x:.0f}" x2="{x + 24:.0f}" y1="{y}" y2="{y}" stroke="{_COLOURS[i % len(_COLOURS)]}" '
+                   f'stroke-width="3"/><text x="{x + 30:.0f}" y="{y + 4}">{name[:14]}</text>')
+    w, top = width / len(panels), 52 + 18 * ((len(names) - 1) // per_row)
     for j, p in enumerate(panels):
         series = {n: p['series'].get(n, []) for n in names}
-        out += _panel(series, j * w, w, height, p.get('ylabel', ''), p.get('ylim'), top=52)
+        out += _panel(series, j * w, w, height, p.get('ylabel', ''), p.get('ylim'), top=top)
     return '\n'.join(out + ['</svg>'])
 
 # %% ../nbs/08_cli.ipynb #45499051
@@ -344,16 +348,93 @@ def _measure_parser(sub):
     m.add_argument('--seed', type=int, default=0)
     m.add_argument('--out', type=Path, help='write the SinkResult to this .safetensors file')
 
+# %% ../nbs/08_cli.ipynb #ef7212a6
+def _mean_curves(rows:list[dict], column:int) -> dict[str, list]:
+    "variant -> [(step, mean over seeds)] of column 1 (Sink_1) or 2 (val loss) of the runs' curves."
+    out = {}
+    for v in dict.fromkeys(r['variant'] for r in rows):
+        by_step = {}
+        for r in (r for r in rows if r['variant'] == v):
+            for point in r['curve']: by_step.setdefault(point[0], []).append(point[column])
+        out[v] = [(s, sum(ys) / len(ys)) for s, ys in sorted(by_step.items())]
+    return out
+
+def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> str:
+    "Print the table; write the chart and the rows when asked; the table."
+    from sink_nb.stats import stats_table, summarise
+    table = stats_table(rows); print(table)
+    if out_json: out_json.write_text(json.dumps(dict(rows=rows, summary=summarise(rows)), indent=1))
+    if chart:
+        panels = [dict(series=_mean_curves(rows, 1), ylabel='Sink_1 (%)', ylim=(0, 100)),
+                  dict(series=_mean_curves(rows, 2), ylabel='validation loss')]
+        chart.write_text(svg_chart(panels, title=title, height=360))
+    return table
+
+def run_compare(args) -> list[dict]:
+    "The `compare` command: statistics of run folders, one row per run, a table per variant."
+    from sink_nb.stats import run_stats
+    for d in args.runs:
+        if not (d / 'config.yaml').exists():
+            raise SystemExit(f"sink-nb compare: {d} is not a run folder (no config.yaml)")
+    try: rows = [run_stats(d, eps=tuple(args.eps)) for d in args.runs]
+    except (FileNotFoundError, ValueError) as e: raise SystemExit(f"sink-nb compare: {e}") from None
+    _report(rows, args.chart, args.json, 'Sink_1 and validation loss, mean over seeds')
+    return rows
+
+def run_mitigations(args) -> list[dict]:
+    "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
+    from sink_nb.stats import run_stats, train_mitigations
+    args.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
+    rows = [run_stats(r) for r in runs]
+    table = _report(rows, args.out / 'mitigations.svg', args.out / 'mitigations.json',
+                    f'Sink mitigations on the demo task, {args.steps} steps, mean of {args.seeds} seed(s)')
+    command = (f"sink-nb mitigations --steps {args.steps} --seeds {args.seeds} --jobs {args.jobs} "
+               f"--only {' '.join(args.only)} --out {args.out}")
+    (args.out / 'mitigations.txt').write_text(f"$ {command}\n# {time.perf_counter() - t0:.0f} s on {_cores()} cores\n"
+                                              + table + '\n')
+    return rows
+
+# %% ../nbs/08_cli.ipynb #0483260a
+def _compare_parser(sub):
+    c = sub.add_parser('compare', help='loss, Sink at several eps, outliers and int8 cost of trained runs, per variant',
+                       description='Statistics of run folders written by `sink-nb train` (mean ± sd over seeds).')
+    c.add_argument('runs', nargs='+', type=Path, help='run folders; NAME/seedK or NAME-seedK folders are seeds of NAME')
+    c.add_argument('--eps', type=_eps, nargs='+', default=[0.1, 0.3, 0.5], help='sink thresholds (default 0.1 0.3 0.5)')
+    c.add_argument('--chart', type=Path, help='write Sink_1 and val loss vs step (SVG) here')
+    c.add_argument('--json', type=Path, help='write the rows and the summary here')
+
+def _mitigation_names() -> list[str]:
+    "stats.MITIGATIONS' names, read from the shipped demo-NAME configs so that --help needs no torch."
+    import importlib.resources
+    configs = Path(str(importlib.resources.files('sink_nb') / 'configs'))
+    names = sorted(p.stem[len('demo-'):] for p in configs.glob('demo-*.yaml'))
+    return ['softmax'] + [n for n in names if n != 'softmax']
+
+def _mitigations_parser(sub):
+    names = _mitigation_names()
+    m = sub.add_parser('mitigations', help='train every sink mitigation on the demo task and compare them',
+                       description='Train demo-NAME for each mitigation and seed, then print and chart the comparison.')
+    m.add_argument('--out', type=Path, default=Path('runs/mitigations'), help='folder for the runs and the reports')
+    m.add_argument('--steps', type=_int_at_least(50), default=600, help='optimiser steps per run (default 600)')
+    m.add_argument('--seeds', type=_int_at_least(1), default=3, help='seeds per mitigation (default 3)')
+    m.add_argument('--jobs', type=_int_at_least(1), default=2, help='runs trained at once (default 2)')
+    m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
+                   help=f"a subset: {', '.join(names)}")
+
 # %% ../nbs/08_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='sink-nb',
                                 description='Attention sinks in language models (Gu et al., ICLR 2025).')
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
-    for add in (_demo_parser, _prepare_parser, _train_parser, _measure_parser): add(sub)
+    for add in (_demo_parser, _prepare_parser, _train_parser, _measure_parser, _compare_parser,
+                _mitigations_parser): add(sub)
     return p
 
-_COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure}
+_COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
+             'compare': run_compare, 'mitigations': run_mitigations}
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."
