@@ -4,14 +4,14 @@
 
 # %% ../nbs/08_cli.ipynb #5bf64225
 from __future__ import annotations
-import argparse, json, os, time
+import argparse, json, math, os, time
 from pathlib import Path
 
 from . import __version__
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'PROBE_KINDS', 'svg_chart', 'run_demo', 'run_prepare', 'run_train', 'run_measure', 'run_compare',
-           'run_mitigations', 'main']
+           'run_mitigations', 'run_stream', 'main']
 
 # %% ../nbs/08_cli.ipynb #64cfcd00
 _COLOURS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
@@ -423,6 +423,64 @@ def _mitigations_parser(sub):
     m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
                    help=f"a subset: {', '.join(names)}")
 
+# %% ../nbs/08_cli.ipynb #77c9b74a
+def _stream_inputs(args):
+    "(model, token ids) for a transformers model on built-in text, or for a run folder on its validation data."
+    import torch
+    from sink_nb.stream import load_causal_lm, long_ids
+    if Path(args.model).is_dir() and (Path(args.model) / 'config.yaml').exists():
+        from sink_nb.stats import load_run
+        from sink_nb.train import prepare_data
+        model, model_cfg, cfg = load_run(args.model)
+        if args.T > model_cfg.block_size:
+            raise ValueError(f"`T` = {args.T} is beyond the model's {model_cfg.block_size} positions; use T <= "
+                             f"{model_cfg.block_size}")
+        val = prepare_data(cfg, model_cfg).val
+        ids = torch.cat([val.batch(i, 1)[0] for i in range(math.ceil(args.T / val.T))])[:args.T]
+        return model, ids
+    model, tok = load_causal_lm(args.model)
+    return model, long_ids(tok, args.T)
+
+def run_stream(args) -> dict:
+    "The `stream` command: perplexity by position under dense, window, sinks and recompute."
+    from sink_nb.stream import perplexity_by_position, stream_study
+    try:
+        model, ids = _stream_inputs(args)
+        curves = stream_study(model, ids, args.window, args.sinks, args.policies, args.positions, args.every,
+                              progress=not args.quiet)
+    except (ValueError, FileNotFoundError) as e: raise SystemExit(f"sink-nb stream: {e}") from None
+    rows = perplexity_by_position(curves, args.bins)
+    past = {p: round(math.exp(c[args.window:][~c[args.window:].isnan()].mean().item()), 3) for p, c in curves.items()}
+    print(f"{'positions':<14}" + ''.join(f'{p:>12}' for p in args.policies))
+    for r in rows + [dict(first=args.window + 1, last=len(ids) - 1, **past)]:
+        print(f"{r['first']:>5} - {r['last']:<6}" + ''.join(f"{r[p]:>12.3f}" for p in args.policies))
+    print(f"(last line: every position past the window of {args.window}; perplexity, {len(ids)} tokens)")
+    if args.chart:
+        series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows if r[p] is not None] for p in args.policies}
+        args.chart.write_text(svg_chart([dict(series=series, ylabel='perplexity')],
+                                        title=f'window {args.window}, sinks {args.sinks}', width=640))
+    if args.json:
+        args.json.write_text(json.dumps(dict(rows=rows, past_window=past, window=args.window, sinks=args.sinks)))
+    return past
+
+def _stream_parser(sub):
+    s = sub.add_parser('stream', help='perplexity of a long text under KV-cache eviction: window, window + sinks, ...',
+                       description='Stream a long text token by token through an evicting KV cache (StreamingLLM).')
+    s.add_argument('model', help='hub id, local folder, .gguf file, or a sink_nb run folder')
+    s.add_argument('--T', type=_int_at_least(2), default=4096, help='tokens of text (default 4096)')
+    s.add_argument('--window', type=_int_at_least(1), default=256, help='recent keys kept (default 256)')
+    s.add_argument('--sinks', type=_int_at_least(0), default=4, help='first tokens kept by the sinks policy '
+                                                                     '(default 4)')
+    s.add_argument('--policies', nargs='+', choices=('dense', 'window', 'sinks', 'recompute'),
+                   default=['dense', 'window', 'sinks', 'recompute'])
+    s.add_argument('--positions', choices=('cache', 'original'), default='cache',
+                   help='RoPE position of a kept key: its place in the cache or in the text')
+    s.add_argument('--every', type=_int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')
+    s.add_argument('--bins', type=_int_at_least(1), default=8, help='position spans in the table (default 8)')
+    s.add_argument('--chart', type=Path, help='write perplexity vs position (SVG) here')
+    s.add_argument('--json', type=Path, help='write the table here')
+    s.add_argument('--quiet', action='store_true', help='no progress bars')
+
 # %% ../nbs/08_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='sink-nb',
@@ -430,11 +488,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for add in (_demo_parser, _prepare_parser, _train_parser, _measure_parser, _compare_parser,
-                _mitigations_parser): add(sub)
+                _mitigations_parser, _stream_parser): add(sub)
     return p
 
 _COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
-             'compare': run_compare, 'mitigations': run_mitigations}
+             'compare': run_compare, 'mitigations': run_mitigations, 'stream': run_stream}
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."
