@@ -2,7 +2,7 @@
 
 Per page it asserts that no TeX is left raw (no `$$`, no `$\\command`) outside code, that each display formula of the
 source notebook became rendered MathML with a size, that every chart's text (legend, axis titles, tick labels) lies
-inside the chart's SVG box and that tick labels of one axis do not overlap, that relative links resolve to files of the
+inside the chart's SVG box, that tick labels of one axis do not overlap and that no mark group draws nothing, that relative links resolve to files of the
 build and none points at the unpublished source repository; then it saves a full-page screenshot to
 tests/artifacts/docs/ (gitignored). Skipped when chromium or playwright is missing, unless CI is set.
 """
@@ -39,7 +39,8 @@ PAGE_FACTS = r"""() => {
       Array.from(g.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getClientRects().length)
         .map(t => ({s: t.textContent.trim(), angle: (t.getAttribute('transform') || '').includes('rotate'),
                     ...box(t.getBoundingClientRect())})));
-    return {i, frame, texts, axes};
+    const empty = Array.from(svg.querySelectorAll('g.role-mark')).filter(g => g.childElementCount === 0).length;
+    return {i, frame, texts, axes, empty};
   };
   const charts = inline.map(measure);
   imgs.forEach((im, j) => {
@@ -105,6 +106,7 @@ def page_problems(facts:dict, page:Path, site:Path, source_url:str) -> list[str]
     bad += [f'{name}: a formula drawn with no size' for m in facts['maths'] if m['w'] < 1 or m['h'] < 1]
     for c in facts['charts']:
         f = c['frame']
+        if c.get('empty'): bad.append(f'{name}: chart {c["i"]}: {c["empty"]} mark group(s) draw nothing (a field name Vega misreads?)')
         for t in c['texts']:
             if _outside(t, f):
                 bad.append(f'{name}: chart {c["i"]}: text {t["s"]!r} at ({t["l"]:.0f}, {t["t"]:.0f})–({t["r"]:.0f}, {t["b"]:.0f}) '
@@ -158,9 +160,10 @@ def test_page_problems_catches_what_it_claims(tmp_path):
     facts = dict(prose='see $$x$$ and $\\alpha$', maths=[], links=['missing.html', 'a.html', 'https://github.com/o/r/blob/x'],
                  src=f'Built offline from {nb} by .ci/docs.py',
                  charts=[dict(i=0, frame=frame, texts=[dict(s='legend', l=90, t=5, r=120, b=15, w=30, h=10)],
-                              axes=[[dict(s='0.1', angle=False, l=10, t=40, r=30, b=48), dict(s='0.2', angle=False, l=25, t=40, r=45, b=48)]])])
+                              axes=[[dict(s='0.1', angle=False, l=10, t=40, r=30, b=48), dict(s='0.2', angle=False, l=25, t=40, r=45, b=48)]],
+                              empty=1)])
     nb.write_text(json.dumps(dict(cells=[dict(cell_type='markdown', source=['$$x$$'])])))
     bad = page_problems(facts, tmp_path / 'a.html', tmp_path, 'https://github.com/o/r')
     for needle in ('raw display TeX', 'raw inline TeX', '1 display formulas', "'legend'", 'overlap', 'broken link missing.html',
-                   'unpublished repository'):
+                   'unpublished repository', 'draw nothing'):
         assert any(needle in b for b in bad), (needle, bad)
