@@ -165,13 +165,15 @@ def _train_one(name:str, seed:int, steps:int, out:str, threads:int) -> str:
                      overwrite=True, corpus_args=dict(n=steps * 64 + 256))
     return str(train(*load_run_config(mitigation_config(name), overrides)[:2]))
 
+# %% ../nbs/05_stats.ipynb #5bb09ca5
 def train_mitigations(out, names=tuple(MITIGATIONS), seeds=(0,), steps:int=600, jobs:int=2) -> list[Path]:
     "Train demo-NAME for every name and seed into out/NAME/seedK, `jobs` processes at a time; the run folders."
     import multiprocessing as mp, os
     for n in names: mitigation_config(n)
     check_int(steps, 'steps', 1); check_int(jobs, 'jobs', 1)
     tasks = [(n, s) for n in names for s in seeds]
-    threads = max(1, len(os.sched_getaffinity(0)) // jobs) if hasattr(os, 'sched_getaffinity') else 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    threads = torch.get_num_threads() if jobs == 1 else max(1, cores // jobs)   # in-process: the caller's setting
     if jobs == 1: return [Path(_train_one(n, s, steps, str(out), threads)) for n, s in tasks]
     with mp.get_context('spawn').Pool(jobs) as pool:
         return [Path(p) for p in pool.starmap(_train_one, [(n, s, steps, str(out), threads) for n, s in tasks])]
