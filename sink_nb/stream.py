@@ -36,17 +36,13 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
-# %% ../nbs/06_stream.ipynb #c7121362
-def _rotate_half(x:Tensor) -> Tensor:
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((-b, a), dim=-1)
-
 # %% ../nbs/06_stream.ipynb #3d798885
 def _reposition(keys:Tensor, shift:int, rotary:nn.Module) -> Tensor:
     "RoPE-rotated keys (B, H, n, d) moved by `shift` positions (negative: back)."
     cos, sin = rotary(keys, torch.full((1, 1), shift, device=keys.device))
     cos, sin = cos[:, None].to(keys.dtype), sin[:, None].to(keys.dtype)
-    return keys * cos + _rotate_half(keys) * sin
+    from transformers.models.llama.modeling_llama import rotate_half      # the convention of the model's own RoPE
+    return keys * cos + rotate_half(keys) * sin
 
 # %% ../nbs/06_stream.ipynb #78b5dd79
 def _evict(cache, n_sinks:int, window:int, rotary:nn.Module|None):

@@ -8,11 +8,9 @@ import json, os, secrets, shutil, socket, subprocess, sys, time, urllib.request
 from pathlib import Path
 
 import pytest
+from _browser import CHROMIUM, FLAGS, require_browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = '/usr/bin/chromium'
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-         '--disable-sync', '--no-first-run']
 CELLS = [
     "import torch\n"
     "from sink_nb.attention import attention_weights\n"
@@ -24,14 +22,6 @@ CELLS = [
     "ex = SinkExplorer(res, pattern=lambda s, l, h: attention_weights(q[l, s], k[l, s])[h])\n"
     "ex",
 ]
-
-
-def _missing() -> list[str]:
-    out = [] if Path(CHROMIUM).exists() else [f'{CHROMIUM} (apt-get install chromium)']
-    for mod in ('playwright', 'jupyterlab', 'ipykernel', 'altair', 'anywidget', 'ipywidgets', 'vl_convert'):
-        try: __import__(mod)
-        except ImportError: out.append(f'python package {mod}')
-    return out
 
 
 def _notebook(path: Path):
@@ -48,10 +38,8 @@ def _free_port() -> int:
 @pytest.fixture
 def lab(tmp_path):
     "A JupyterLab server on 127.0.0.1 serving a copy of the explorer notebook; yields (url, tmp_path)."
-    missing = _missing()
-    if missing:
-        if os.environ.get('CI'): pytest.fail(f'CI is set but the browser test needs: {", ".join(missing)} (.ci/test installs them)')
-        pytest.skip(f'browser test needs: {", ".join(missing)}')
+    require_browser('the browser test', ('playwright', 'jupyterlab', 'ipykernel', 'altair', 'anywidget', 'ipywidgets',
+                                         'vl_convert'))
     root, home = tmp_path / 'root', tmp_path / 'home'
     root.mkdir(); home.mkdir()
     _notebook(root / 'explorer.ipynb')

@@ -6,16 +6,14 @@ inside the chart's SVG box, that tick labels of one axis do not overlap and that
 build and none points at the unpublished source repository; then it saves a full-page screenshot to
 tests/artifacts/docs/ (gitignored). Skipped when chromium or playwright is missing, unless CI is set.
 """
-import json, os, re, subprocess, sys
+import json, re, subprocess, sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from _browser import CHROMIUM, FLAGS, require_browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = '/usr/bin/chromium'
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-         '--disable-sync', '--no-first-run', '--allow-file-access-from-files']
 SLACK = 1.0                                                   # px: anti-aliasing may spill a text box by a fraction
 
 # Measured in the page: everything the assertions need, in one round trip per page.
@@ -58,21 +56,10 @@ PAGE_FACTS = r"""() => {
 }"""
 
 
-def _missing() -> list[str]:
-    out = [] if Path(CHROMIUM).exists() else [f'{CHROMIUM} (apt-get install chromium)']
-    for mod in ('playwright', 'latex2mathml', 'nbconvert'):
-        try: __import__(mod)
-        except ImportError: out.append(f'python package {mod}')
-    return out
-
-
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
     "The docs built offline into a fresh folder; yields it."
-    missing = _missing()
-    if missing:
-        if os.environ.get('CI'): pytest.fail(f'CI is set but the docs browser test needs: {", ".join(missing)}')
-        pytest.skip(f'docs browser test needs: {", ".join(missing)}')
+    require_browser('the docs browser test', ('playwright', 'latex2mathml', 'nbconvert'))
     out = tmp_path_factory.mktemp('site') / '_docs'
     r = subprocess.run([sys.executable, str(ROOT / '.ci' / 'docs.py'), '--out', str(out)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, f'docs build failed:\n{r.stdout}\n{r.stderr[-3000:]}'
@@ -133,7 +120,7 @@ def test_every_docs_page_renders_math_and_fits_its_charts(site):
     shots.mkdir(parents=True, exist_ok=True)
     problems, external, n_charts, n_math = [], [], 0, 0
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS + ['--allow-file-access-from-files'], headless=True)
         try:
             page = browser.new_page(viewport=dict(width=1400, height=1000))
             page.route('**/*', lambda route: route.continue_() if route.request.url.startswith('file://')
