@@ -386,7 +386,8 @@ def run_mitigations(args) -> list[dict]:
     from sink_nb.stats import run_stats, train_mitigations
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
+    try: runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
+    except (FileExistsError, PermissionError, ValueError) as e: raise SystemExit(f"sink-nb mitigations: {e}") from None
     rows = [run_stats(r) for r in runs]
     table = _report(rows, args.out / 'mitigations.svg', args.out / 'mitigations.json',
                     f'Sink mitigations on the demo task, {args.steps} steps, mean of {args.seeds} seed(s)')
@@ -415,7 +416,8 @@ def _mitigation_names() -> list[str]:
 def _mitigations_parser(sub):
     names = _mitigation_names()
     m = sub.add_parser('mitigations', help='train every sink mitigation on the demo task and compare them',
-                       description='Train demo-NAME for each mitigation and seed, then print and chart the comparison.')
+                       description='Train demo-NAME for each mitigation and seed, then print and chart the comparison. '
+                                   'Replaces earlier runs in OUT/NAME/seedK; a folder holding other files is refused.')
     m.add_argument('--out', type=Path, default=Path('runs/mitigations'), help='folder for the runs and the reports')
     m.add_argument('--steps', type=_int_at_least(50), default=600, help='optimiser steps per run (default 600)')
     m.add_argument('--seeds', type=_int_at_least(1), default=3, help='seeds per mitigation (default 3)')
