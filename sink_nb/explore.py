@@ -102,39 +102,51 @@ def _note(text:str) -> tuple:
     return _frozen(chart) + ({},)
 
 # %% ../nbs/07_explore.ipynb #d6b15e00
+_LABEL_COLOURS = {'sink': '#d62728', 'dormant': '#9467bd', 'local': '#2ca02c', 'broad': '#c7c7c7'}
+
 @lru_cache(maxsize=32)
-def _grid_template(L:int, H:int, cell:int) -> tuple:
+def _grid_template(L:int, H:int, cell:int, labels:bool=False) -> tuple:
     x = alt.X('head:O', scale=alt.Scale(domain=list(range(H))), axis=alt.Axis(labelOverlap=True))
     y = alt.Y('layer:O', scale=alt.Scale(domain=list(range(L))), axis=alt.Axis(labelOverlap=True))
     base = alt.Chart(_named('grid', 'layer', 'head', 'alpha', 'sink')).encode(x=x, y=y)
-    color = alt.Color('alpha:Q', scale=alt.Scale(domain=[0, 1], scheme='viridis'), title='α')
-    tip = ['layer:O', 'head:O', alt.Tooltip('alpha:Q', format='.3f')]
+    color = alt.Color('label:N', title='head', scale=alt.Scale(domain=list(_LABEL_COLOURS),
+                      range=list(_LABEL_COLOURS.values()))) if labels else \
+        alt.Color('alpha:Q', scale=alt.Scale(domain=[0, 1], scheme='viridis'), title='α')
+    tip = ['layer:O', 'head:O', alt.Tooltip('alpha:Q', format='.3f')] + (['label:N'] if labels else [])
     click = alt.selection_point(name='cell', fields=['layer', 'head'], on='click')
     rect = base.mark_rect().encode(color=color, tooltip=tip).add_params(click)
     dots = base.transform_filter('datum.sink == 1').mark_circle(color='white', size=cell * 1.5, opacity=0.9)
     outline = alt.Chart(_named('grid_selected', 'layer', 'head')).mark_rect(
-        fill=None, stroke='red', strokeWidth=2).encode(x=x, y=y)
-    return _frozen(alt.layer(rect, dots, outline).properties(width=cell * H, height=cell * L))
+        fill=None, stroke='black' if labels else 'red', strokeWidth=2).encode(x=x, y=y)
+    layers = (rect, outline) if labels else (rect, dots, outline)
+    return _frozen(alt.layer(*layers).properties(width=cell * H, height=cell * L))
 
 # %% ../nbs/07_explore.ipynb #efcd56b7
-def _grid(alpha, eps:float=0.3, selected:tuple|None=None, cell:int|None=None) -> tuple:
+def _grid(alpha, eps:float=0.3, selected:tuple|None=None, cell:int|None=None, labels=None) -> tuple:
     a, eps = _numpy(alpha, 'alpha', 2), check_eps(eps)
     L, H = a.shape
     l, h = np.divmod(np.arange(L * H), H)
-    data = {'grid': _csv(layer=l, head=h, alpha=a.ravel(), sink=(a.ravel() > eps).astype(int)),
+    cols = dict(layer=l, head=h, alpha=a.ravel(), sink=(a.ravel() > eps).astype(int))
+    if labels is not None:
+        labels = np.asarray(labels, dtype=object)
+        if labels.shape != (L, H) or not set(labels.ravel()) <= set(_LABEL_COLOURS):
+            raise ValueError(f"`labels` must be an (L, H) = ({L}, {H}) array of {list(_LABEL_COLOURS)}")
+        cols['label'] = labels.ravel()
+    data = {'grid': _csv(**cols),
             'grid_selected': _csv(layer=[selected[0]], head=[selected[1]]) if selected else 'layer,head\n'}
-    return _grid_template(L, H, cell or max(6, min(28, 320 // max(L, H)))) + (data,)
+    return _grid_template(L, H, cell or max(6, min(28, 320 // max(L, H))), labels is not None) + (data,)
 
 # %% ../nbs/07_explore.ipynb #e3e9a91a
 def grid_chart(
     alpha,                    # α_k of every head, (L, H)
     eps:float=0.3,            # heads with α_k > ε get a dot
-    selected:tuple|None=None, # (layer, head) outlined in red
+    selected:tuple|None=None, # (layer, head) outlined
     title:str='',
     cell:int|None=None,       # pixels per cell; None: fit about 320 pixels
+    labels=None,              # (L, H) head labels from `SinkResult.heads()`: colour by label instead of α
 ) -> alt.LayerChart:
-    "Layer × head heatmap of α_k, dots above ε, click selection `cell`."
-    return _chart(_grid(alpha, eps, selected, cell), title)
+    "Layer × head heatmap of α_k (or of head labels), dots above ε, click selection `cell`."
+    return _chart(_grid(alpha, eps, selected, cell, labels), title)
 
 # %% ../nbs/07_explore.ipynb #e9d9ec0a
 @lru_cache(maxsize=32)
@@ -258,7 +270,7 @@ def pattern_from_model(
 # %% ../nbs/07_explore.ipynb #2510db26
 _VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),
           'eps': ('grid', 'rate', 'alpha'), 'k': ('grid', 'rate', 'alpha'),
-          'sample': ('grid', 'rate', 'alpha', 'pattern')}
+          'sample': ('grid', 'rate', 'alpha', 'pattern'), 'colour': ('grid',)}
 _ALL = ('grid', 'rate', 'alpha', 'pattern')
 _EMBED = {'renderer': 'canvas', 'actions': False}   # canvas: SVG gradient ids of several charts on a page collide
 
@@ -267,12 +279,16 @@ def _strongest(result:SinkResult) -> tuple[int, int]:
     l, h = np.unravel_index(int(result.alpha[..., result.n_slots].mean(0).argmax()), (result.L, result.H))
     return int(l), int(h)
 
+def _has_heads(result:SinkResult) -> bool:
+    "Does the result carry the per-head statistics `heads()` needs?"
+    return all(s in result.stats for s in ('head_v_norm', 'head_out_norm', 'head_near_share'))
+
 # %% ../nbs/07_explore.ipynb #eca49e29
 class SinkExplorer(W.VBox):
     "Layer, head, ε, k and sample controls over a `SinkResult`, driving four Altair views."
     def __init__(self,
                  result:SinkResult,            # what to explore
-                 pattern:Callable|None=None,   # (sample, layer, head) -> (Q, n_slots + Q) weights: `pattern_from_model`
+                 pattern:Callable|None=None,   # (sample, layer, head) -> (Q, n_slots + Q) weights; None: result.pattern
                  eps:float|None=None,          # initial ε; None: the result's metadata['eps'] or 0.3
                  max_tokens:int=128,           # positions of the pattern view, at most 128
                  offline:bool=True):           # load the widget's JavaScript from vl-convert's bundle, not a CDN
@@ -282,7 +298,7 @@ class SinkExplorer(W.VBox):
         if pattern is not None and not callable(pattern):
             raise ValueError("`pattern` must be a callable (sample, layer, head) -> (Q, n_slots + Q) weights, or None")
         self.max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
-        self.result, self.pattern, self._pending = result, pattern, None
+        self.result, self.pattern, self._pending = result, pattern if pattern is not None else result.pattern, None
         if offline: alt.JupyterChart.enable_offline()
         (l, h), slider = _strongest(result), partial(W.IntSlider, continuous_update=False)
         self.layer = slider(l, 0, result.L - 1, description='layer')
@@ -292,11 +308,15 @@ class SinkExplorer(W.VBox):
         self.eps = W.FloatSlider(eps, min=0.05, max=0.95, step=0.05, description='ε', continuous_update=False)
         samples = [('all', -1)] + [(f'{i}', i) for i in range(result.N)]
         self.sample = W.Dropdown(options=samples, value=-1, description='sample')
+        self.colour = W.ToggleButtons(options=[('α', 'alpha'), ('label', 'label')], value='alpha', description='colour',
+                                      disabled=not _has_heads(result), style={'button_width': '60px'},
+                                      tooltips=['α per head', 'sink, dormant, local, broad (activations=True)'])
         self.charts = {v: alt.JupyterChart(self.view(v), embed_options=_EMBED) for v in _ALL}
         for name in _VIEWS: getattr(self, name).observe(partial(self._changed, name), 'value')
         self.charts['grid'].selections.observe(self._clicked, ['cell'])
         self.info = W.HTML(self._info(), layout=W.Layout(margin='2px 0 2px 12px'))
-        self.children = [W.HBox([self.layer, self.head, self.sample]), W.HBox([self.eps, self.k]), self.info,
+        self.children = [W.HBox([self.layer, self.head, self.sample]), W.HBox([self.eps, self.k, self.colour]),
+                         self.info,
                          W.HBox([self.charts['grid'], self.charts['rate']]),
                          W.HBox([self.charts['alpha'], self.charts['pattern']])]
 
@@ -308,6 +328,8 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
     a_k = r.alpha[..., r.n_slots + k - 1]                                  # (N, L, H)
     pick = lambda a: a.mean(0) if s < 0 else a[s]
     where, tokens = ('all samples' if s < 0 else f'sample {s}'), (r.tokens[max(s, 0)] if r.tokens is not None else None)
+    if name == 'grid' and self.colour.value == 'label':
+        return _grid(pick(a_k), eps, (l, h), labels=self._labels(eps)), f'head labels (α_1, ε={eps:g}), all samples'
     if name == 'grid': return _grid(pick(a_k), eps, (l, h)), f'α_{k} per head, {where}'
     if name == 'rate':
         rates = 100 * (a_k if s < 0 else a_k[s:s + 1]).gt(eps).double().mean((0, 2))
@@ -321,13 +343,21 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
 
 # %% ../nbs/07_explore.ipynb #68697379
 @patch
+def _labels(self:SinkExplorer, eps:float) -> np.ndarray:
+    "Head labels (L, H) at threshold ε, computed once per ε."
+    cache = self.__dict__.setdefault('_label_cache', {})
+    if eps not in cache: cache[eps] = self.result.heads(eps).label.to_numpy().reshape(self.result.L, self.result.H)
+    return cache[eps]
+
+@patch
 def _info(self:SinkExplorer) -> str:
-    "One line under the controls: the chosen head's α_k and the overall Sink_k^ε."
+    "One line under the controls: the chosen head's α_k (and label) and the overall Sink_k^ε."
     l, h, k, eps, s, r = self.layer.value, self.head.value, self.k.value, self.eps.value, self.sample.value, self.result
     a_k = r.alpha[..., r.n_slots + k - 1]                                  # (N, L, H)
     a = float(a_k[:, l, h].mean() if s < 0 else a_k[s, l, h])
     above = 'above' if a > eps else 'not above'
-    return (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}); "
+    label = f", a <i>{self._labels(eps)[l, h]}</i> head" if _has_heads(r) else ''
+    return (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}){label}; "
             f"Sink<sub>{k}</sub> = {100 * a_k.gt(eps).double().mean():.1f}% over all heads and samples")
 
 # %% ../nbs/07_explore.ipynb #62d740a2

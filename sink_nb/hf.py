@@ -5,6 +5,7 @@
 # %% ../nbs/06_hf.ipynb #d5c9df45
 from __future__ import annotations
 import contextlib, inspect, time, warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -17,13 +18,14 @@ from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenize
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from .attention import attention_weights
 from .checks import check_bool, check_choice, check_eps, check_int
 from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
 from .model import _name_filter
 
 # %% auto #0
-__all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'run_with_cache', 'measure', 'measure_many']
+__all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'run_with_cache', 'pattern_from_hf', 'measure', 'measure_many']
 
 # %% ../nbs/06_hf.ipynb #b1b1024f
 _AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
@@ -332,6 +334,32 @@ def run_with_cache(
             cache.clear()
     return _eager(model, ids, emit, keep, base=False), cache
 
+# %% ../nbs/06_hf.ipynb #33e7e62f
+def pattern_from_hf(
+    model,                   # a loaded transformers model
+    ids:Tensor,              # token ids (N, T) of the result's samples
+    max_tokens:int=128,      # positions kept (the pattern view draws at most 128)
+    cache:int=4,             # samples whose layers are kept
+    backend:str='auto',      # as `run_with_cache`
+) -> Callable:               # pattern(sample, layer, head) -> (Q, Q) weights
+    "A pattern source for `SinkExplorer`: one sample's first `max_tokens` tokens, each head recomputed from q and k."
+    max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
+    if not isinstance(ids, Tensor) or ids.ndim != 2:
+        raise ValueError(f"`ids` must be a (N, T) tensor of token ids, got {getattr(ids, 'shape', type(ids))}")
+    wanted = lambda n: n.endswith(('attn.hook_q', 'attn.hook_k', 'attn.hook_pattern'))
+    @lru_cache(maxsize=cache)
+    def layers(sample:int) -> list[Tensor]:
+        options = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')                    # a fallback was said when the result was measured
+            _, c = run_with_cache(model, ids[sample:sample + 1, :max_tokens], wanted, backend, options)
+        if not options: return [c[n][0].float().cpu() for n in sorted(c, key=_layer_number)]
+        return [attention_weights(c[f'blocks.{l}.attn.hook_q'][0], c[f'blocks.{l}.attn.hook_k'][0], **o).cpu()
+                for l, o in sorted(options.items())]
+    return lambda sample, layer, head: layers(int(sample))[layer][head]
+
+def _layer_number(name:str) -> int: return int(name.split('.')[1])
+
 # %% ../nbs/06_hf.ipynb #c0a2f6b9
 @torch.inference_mode()
 def _run(model, ids:Tensor, batch_size:int, activations:bool, backend:str, progress:bool
@@ -421,7 +449,8 @@ def measure(
     meta = _metadata(model, info, T=T, eps=eps, backend=route, backend_reason=reason, batch_size=batch_size, seed=seed,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
-    return SinkResult(alpha, tokens, name, metadata=meta, stats=stats)
+    return SinkResult(alpha, tokens, name, metadata=meta, stats=stats,
+                      pattern=pattern_from_hf(model, ids, backend=route))
 
 # %% ../nbs/06_hf.ipynb #c49b415f
 def _row(family, params, natural=None, random=None, repeated=None):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_metrics.ipynb #065905bd
 from __future__ import annotations
-import hashlib, json, re
+import hashlib, json, math, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -19,8 +19,9 @@ from .attention import QK, AttentionSpec, auto_chunk, key_range
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
 
 # %% auto #0
-__all__ = ['importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms', 'massive_activation_ratio',
-           'head_norms', 'query_key_alignment', 'SinkMeter', 'cache_importance', 'activation_stats', 'SinkResult']
+__all__ = ['HEAD_LABELS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms',
+           'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile', 'SinkMeter',
+           'cache_importance', 'activation_stats', 'SinkResult']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
 def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
@@ -172,8 +173,37 @@ def query_key_alignment(q:Tensor, k:Tensor, key:int=0) -> tuple[Tensor, Tensor]:
     k_key = k[:, :, key].float().repeat_interleave(q.shape[1] // k.shape[1], 1).unsqueeze(2)   # (B, H, 1, d_h)
     return F.cosine_similarity(q.float(), k_key, dim=-1), q.float().norm(dim=-1) * k_key.norm(dim=-1)
 
+# %% ../nbs/02_metrics.ipynb #2bd0c760
+@torch.no_grad()
+def head_profile(
+    q:Tensor, k:Tensor, v:Tensor, # (B, H, T, d_h), (B, H_kv, T, d_h) after RoPE; values (B, H_kv, T, d_v)
+    op:str='softmax',             # a key of attention.ATTENTION_OPS
+    near:int=16,                  # distances 0..near-1 whose attention share is kept
+    chunk:int|None=None,          # query rows per block; None picks it from a memory budget
+    **kwargs,                     # normalize, window, prefix, causal, scale; key_bias, sink_logit, ... (`QK`)
+) -> dict[str, Tensor]:           # out_norm (B, H); near_share (B, H, near), NaN when T <= near
+    "Per head: mean ‖o_t‖ of its output (a slot's value left out) and its attention share at each distance < `near`."
+    rows = QK(q, k, AttentionSpec.pop_from(op, kwargs), **kwargs)
+    B, Hkv, G, T, _ = rows.q.shape
+    near, n, spec = check_int(near, 'near', 1), rows.n_slots, rows.spec
+    chunk = check_int(chunk, 'chunk', 1, allow_none=True) or auto_chunk(B, Hkv * G, T)
+    v5, dist = v.unsqueeze(2).to(rows.q.dtype), torch.arange(near, device=rows.q.device)
+    out_norm, share = rows.q.new_zeros(B, Hkv, G), rows.q.new_zeros(B, Hkv, G, near)
+    for i0 in range(0, T, chunk):
+        i1 = min(T, i0 + chunk)
+        j0, j1 = key_range(i0, i1, T, spec.causal, spec.window, spec.prefix)
+        w = rows.weights(i0, i1, j0, j1)                                                 # (B, Hkv, G, c, n + j1 - j0)
+        out_norm += (w[..., n:] @ v5[..., j0:j1, :]).norm(dim=-1).sum(-1)
+        p = w.abs() / w.abs().sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+        j = torch.arange(i0, i1, device=w.device)[:, None] - dist                        # (c, near): key at distance d
+        counted = (j[:, :1] >= near) & (j >= j0)
+        at = p.gather(-1, (n + j - j0).clamp(0, p.shape[-1] - 1).expand(*p.shape[:-1], near))
+        share += (at * counted).sum(-2)
+    share = share / (T - near) if T > near else torch.full_like(share, math.nan)
+    return dict(out_norm=(out_norm / T).reshape(B, Hkv * G), near_share=share.reshape(B, Hkv * G, near))
+
 # %% ../nbs/02_metrics.ipynb #03483caa
-_HOOK = re.compile(r'blocks\.(\d+)\.(attn\.hook_(?:q|k|v|pattern)|hook_resid_(?:pre|post))$')
+_HOOK = re.compile(r'blocks\.(\d+)\.(attn\.hook_(?:q|k|v|z|pattern)|hook_resid_(?:pre|post))$')
 
 def _parse_hook(name:str) -> tuple[int, str]|None:
     "('blocks.3.attn.hook_k') -> (3, 'attn.hook_k'); None for names the meter does not read."
@@ -188,7 +218,7 @@ class SinkMeter:
                  alpha:bool=True,                           # compute α (needs hook_q and hook_k, or hook_pattern)
                  activations:bool=False):                   # hidden, key and value norms, cos(q_t, k_1)
         self.options, self.want_alpha, self.activations = options or (lambda layer: {}), alpha, activations
-        self.alpha, self.stats, self._q = {}, {}, {}
+        self.alpha, self.stats, self._q, self._held = {}, {}, {}, {}
 
     def wants(self, name:str) -> bool:
         "Does the meter read the hook point `name`?"
@@ -216,15 +246,29 @@ def __call__(self:SinkMeter, name:str, x:Tensor, **options):
 def _qk(self:SinkMeter, layer:int, q:Tensor, k:Tensor, options:dict):
     if self.want_alpha: self.alpha[layer] = importance_from_qk(q, k, **(self.options(layer) | options)).cpu()
     if self.activations:
+        self._held[layer] = (q, k, self.options(layer) | options)                        # for head_profile with v
         cos, norm = query_key_alignment(q, k)
         self._keep(layer, qk1_cos=cos, qk1_norm=norm, k_norm=head_norms(k))
 
 # %% ../nbs/02_metrics.ipynb #4081bee9
+_NEAR = 16    # distances whose attention share the meter keeps per head (`SinkResult.heads` windows up to this)
+
 @patch
 def _activation(self:SinkMeter, layer:int, what:str, x:Tensor):
-    if what == 'attn.hook_v': self._keep(layer, v_norm=head_norms(x))
+    if what == 'attn.hook_v': self._values(layer, x)
+    elif what == 'attn.hook_z': self._keep(layer, head_out_norm=x.float().norm(dim=-1).mean(-1))
     elif what == 'hook_resid_pre' and layer == 0: self._keep(0, hidden_norm=hidden_norms(x))
     elif what == 'hook_resid_post': self._keep(layer + 1, hidden_norm=hidden_norms(x))
+
+@patch
+def _values(self:SinkMeter, layer:int, v:Tensor):
+    "Value norms (per position, and per head and position), and the head profile when the layer's q and k wait."
+    self._keep(layer, v_norm=head_norms(v))
+    if layer not in self._held: return
+    q, k, options = self._held.pop(layer)
+    per_head = v.float().norm(dim=-1).repeat_interleave(q.shape[1] // v.shape[1], 1)      # (B, H, T)
+    prof = head_profile(q, k, v, near=_NEAR, **{n: o for n, o in options.items() if n != 'proxy'})
+    self._keep(layer, head_v_norm=per_head, head_out_norm=prof['out_norm'], head_near_share=prof['near_share'])
 
 @patch
 def _keep(self:SinkMeter, layer:int, **values):
@@ -249,8 +293,9 @@ def result(self:SinkMeter) -> tuple[Tensor|None, dict[str, Tensor]]:
 
 # %% ../nbs/02_metrics.ipynb #28e3bb04
 def _feed(meter:SinkMeter, cache:dict) -> SinkMeter:
-    "Feed every value of `cache` to `meter`, each layer's hook_q before its hook_k."
-    for name in sorted(cache, key=lambda n: not n.endswith('hook_q')): meter(name, cache[name])
+    "Feed every value of `cache` to `meter`, each layer's hook_q, then hook_k, before the rest."
+    for name in sorted(cache, key=lambda n: (not n.endswith('hook_q'), not n.endswith('hook_k'))):
+        meter(name, cache[name])
     return meter
 
 def cache_importance(cache:dict, options:Callable[[int], dict]|None=None) -> Tensor:   # (B, L, H, n_slots + T)
@@ -275,6 +320,7 @@ class SinkResult:
     n_slots:int = 0                                   # virtual key slots (and a sink token) before the first token
     metadata:dict = field(default_factory=dict)       # JSON-serialisable: probe, eps, backend, dtype, ...
     stats:dict = field(default_factory=dict)          # activation statistics (see `SinkMeter`)
+    pattern:Callable|None = field(default=None, repr=False)   # (sample, layer, head) -> weights; not saved
 
     def __post_init__(self):
         self.alpha = _check_alpha(self.alpha).detach().float().cpu()
@@ -284,6 +330,8 @@ class SinkResult:
         if self.tokens is not None and (len(self.tokens) != self.N or any(len(t) != self.T for t in self.tokens)):
             raise ValueError(f"`tokens` must be {self.N} lists of T={self.T} strings, one per sample")
         self.stats = {name: v.detach().cpu() for name, v in self.stats.items()}
+        if self.pattern is not None and not callable(self.pattern):
+            raise ValueError("`pattern` must be a callable (sample, layer, head) -> weights, or None")
 
     N = property(lambda self: self.alpha.shape[0])
     L = property(lambda self: self.alpha.shape[1])
@@ -329,6 +377,37 @@ def to_frame(self:SinkResult) -> 'pd.DataFrame':
         toks = np.array([['<slot>'] * self.n_slots + list(t) for t in self.tokens], dtype=object)   # (N, P)
         df.insert(4, 'token', toks[n.ravel(), p.ravel()])
     return df
+
+# %% ../nbs/02_metrics.ipynb #c95ff214
+HEAD_LABELS = ('sink', 'dormant', 'local', 'broad')
+_HEAD_STATS = ('head_v_norm', 'head_out_norm', 'head_near_share')
+
+@patch
+def heads(self:SinkResult,
+          eps:float=0.3,        # sink: mean α₁ above ε
+          window:int=4,         # local: the share of attention within the last `window` keys (1 to 16) ...
+          local:float=0.5,      # ... above this
+          dormant:float=0.5,    # dormant: a sink with ‖v₁‖ and ‖output‖ below this fraction of the layer's median
+          ) -> 'pd.DataFrame':  # layer, head, alpha1, v1_ratio, out_ratio, local_share, label
+    "Each (layer, head) labelled sink, dormant, local or broad, with the figures behind the label."
+    import pandas as pd
+    if missing := [s for s in _HEAD_STATS if s not in self.stats]:
+        raise ValueError(f"heads() needs the per-head statistics {missing}: measure with activations=True on a path "
+                         "that hands over q, k and v (every SinkLM; backend='stream' for transformers models)")
+    eps, local, dormant = check_eps(eps), check_eps(local, 'local'), check_eps(dormant, 'dormant')
+    window = check_int(window, 'window', 1, self.stats['head_near_share'].shape[-1])
+    v = self.stats['head_v_norm'].mean(0)                                              # (L, H, T_v)
+    first = self.n_slots - (self.alpha.shape[-1] - v.shape[-1])                  # the first token among v's positions
+    v1_ratio = v[..., first] / v[..., first + 1:].flatten(1).median(1).values[:, None]
+    out = self.stats['head_out_norm'].mean(0)
+    out_ratio = out / out.median(1, keepdim=True).values
+    alpha1, share = self.alpha[..., self.n_slots].mean(0), self.stats['head_near_share'].mean(0)[..., :window].sum(-1)
+    sink, off = alpha1 > eps, (v1_ratio < dormant) & (out_ratio < dormant)
+    label = np.where(sink & off, 'dormant', np.where(sink, 'sink', np.where(share > local, 'local', 'broad')))
+    layer, head = np.divmod(np.arange(self.L * self.H), self.H)
+    cols = dict(alpha1=alpha1, v1_ratio=v1_ratio, out_ratio=out_ratio, local_share=share)
+    return pd.DataFrame(dict(layer=layer, head=head, **{c: x.flatten().numpy() for c, x in cols.items()},
+                             label=label.ravel()))
 
 # %% ../nbs/02_metrics.ipynb #208c281f
 _FORMAT = 'sink_nb.SinkResult/2'
