@@ -11,7 +11,7 @@ from . import __version__
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'PROBE_KINDS', 'svg_chart', 'run_demo', 'run_prepare', 'run_train', 'run_measure', 'run_compare',
-           'run_mitigations', 'run_stream', 'main']
+           'run_mitigations', 'run_stream', 'run_heads', 'main']
 
 # %% ../nbs/08_cli.ipynb #64cfcd00
 _COLOURS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
@@ -257,11 +257,12 @@ def run_measure(args) -> dict:
 # %% ../nbs/08_cli.ipynb #99578ef5
 PROBE_KINDS = ('natural', 'random', 'repeated')
 
-def _int_at_least(lo:int):
+def _int_at_least(lo:int, hi:int|None=None):
+    expected = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
     def parse(text:str) -> int:
         try: v = int(text)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}")
-        if v < lo: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {v}")
+        except ValueError: raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        if v < lo or (hi is not None and v > hi): raise argparse.ArgumentTypeError(f"expected {expected}, got {v}")
         return v
     return parse
 
@@ -483,6 +484,68 @@ def _stream_parser(sub):
     s.add_argument('--json', type=Path, help='write the table here')
     s.add_argument('--quiet', action='store_true', help='no progress bars')
 
+# %% ../nbs/08_cli.ipynb #b430bac5
+def _label_counts(table) -> 'pd.DataFrame':
+    "Heads of each label per layer, with the layer's mean α₁."
+    import pandas as pd
+    counts = pd.crosstab(table['layer'], table['label']).reindex(columns=['sink', 'dormant', 'local', 'broad'],
+                                                                  fill_value=0)
+    return counts.assign(mean_alpha1=table.groupby('layer').alpha1.mean().round(3))
+
+def _group_summary(rows) -> 'pd.DataFrame':
+    "Intervention rows by kind of group (sink / non-sink / random, seeds pooled): mean and sd."
+    kind_of_group = rows.group.str.replace(r' #\d+$', '', regex=True)
+    stats = rows.assign(group=kind_of_group).groupby(['kind', 'group'], sort=False)
+    out = stats[['delta_loss', 'ppl_after', 'alpha1_heads', 'alpha1_rest_after']].mean()
+    return out.assign(delta_sd=stats.delta_loss.std().fillna(0.), groups=stats.size()).round(4)
+
+# %% ../nbs/08_cli.ipynb #bbabe501
+def run_heads(args) -> dict:
+    "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
+    from sink_nb.data import probe_batch
+    from sink_nb.hf import measure
+    from sink_nb.intervene import _check_model, head_groups, intervene
+    from sink_nb.stream import load_causal_lm
+    try:
+        model, tok = load_causal_lm(args.model)
+        if args.intervene: _check_model(model)
+        ids, _ = probe_batch('natural', args.T, args.n, tok, pack=True)
+        res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, backend='stream',
+                      progress=not args.quiet)
+        table = res.heads(args.eps, args.window)
+        groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}
+        rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
+    counts = table.label.value_counts().reindex(['sink', 'dormant', 'local', 'broad'], fill_value=0)
+    print(f"sink_nb heads: {res.name}, N={res.N} samples of T={res.T}, ε={args.eps}, window={args.window}")
+    print('labels: ' + ', '.join(f'{k} {v}' for k, v in counts.items()) + f' (of {len(table)} heads)')
+    print(_label_counts(table).to_string())
+    if rows is not None:
+        print(f"\nintervention: {len(groups['sink'])} heads per group, {args.seeds} random groups of each kind; "
+              f"loss before {rows.loss_before.iloc[0]:.4f} (perplexity {rows.ppl_before.iloc[0]:.2f})")
+        print(_group_summary(rows).to_string())
+    out = dict(model=res.name, N=res.N, T=res.T, eps=args.eps, window=args.window, labels=counts.to_dict(),
+               heads=table.to_dict('records'), intervene=None if rows is None else rows.to_dict('records'))
+    if args.json: args.json.write_text(json.dumps(out, default=float))
+    return out
+
+# %% ../nbs/08_cli.ipynb #7fdea383
+def _heads_parser(sub):
+    h = sub.add_parser('heads', help='label every head (sink, dormant, local, broad); --intervene masks sink keys',
+                       description='Head taxonomy of a transformers causal LM on natural text, and optionally the '
+                                   'loss after masking the sink key in sink heads against random heads.')
+    h.add_argument('model', help='hub id, local folder or .gguf file')
+    h.add_argument('--n', type=_int_at_least(1), default=32, help='samples (default 32)')
+    h.add_argument('--T', type=_int_at_least(2), default=64, help='tokens per sample (default 64)')
+    h.add_argument('--eps', type=_eps, default=0.3, help='sink threshold on the mean α₁ (default 0.3)')
+    h.add_argument('--window', type=_int_at_least(1, 16), default=4, help='local: share within this many keys')
+    h.add_argument('--intervene', action='store_true', help='mask sink keys: sink heads vs random heads')
+    h.add_argument('--group-size', type=_int_at_least(1), default=16, help='heads per group (default 16)')
+    h.add_argument('--seeds', type=_int_at_least(1), default=3, help='random groups of each kind (default 3)')
+    h.add_argument('--kinds', nargs='+', choices=('mask_sink', 'mean_sink', 'zero_head'), default=['mask_sink'])
+    h.add_argument('--json', type=Path, help='write every head and intervention row here')
+    h.add_argument('--quiet', action='store_true', help='no progress bars')
+
 # %% ../nbs/08_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='sink-nb',
@@ -490,11 +553,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for add in (_demo_parser, _prepare_parser, _train_parser, _measure_parser, _compare_parser,
-                _mitigations_parser, _stream_parser): add(sub)
+                _mitigations_parser, _stream_parser, _heads_parser): add(sub)
     return p
 
 _COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
-             'compare': run_compare, 'mitigations': run_mitigations, 'stream': run_stream}
+             'compare': run_compare, 'mitigations': run_mitigations, 'stream': run_stream,
+             'heads': run_heads}
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."

@@ -19,7 +19,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .checks import check_choice, check_int
 from .data import probe_batch
 from .hf import _SCORE_CHANGERS, _ACTIVE, _Tap, _Unsupported, _active, _attn_implementation, _block_index
-from .hf import _blocks, _call, _streamable
+from .hf import _blocks, _call, _streamable, run_with_cache
 from .metrics import SinkMeter
 from .model import SinkLM
 
@@ -136,6 +136,10 @@ def _check_model(model):
     if not _streamable(model):
         raise ValueError(f"{type(model).__name__} does not call attention through transformers' AttentionInterface, "
                          "so its scores cannot be edited inside the attention function")
+    options = {}                                                   # read causality off the model's own masks
+    run_with_cache(model, torch.zeros(1, 2, dtype=torch.long), names_filter=[], backend='stream', options=options)
+    if not all(o['causal'] for o in options.values()):
+        raise ValueError(f"{type(model).__name__}'s attention is bidirectional: a next-token loss means nothing there")
 
 # %% ../nbs/06_intervene.ipynb #56862f87
 @torch.inference_mode()
@@ -238,6 +242,9 @@ def head_groups(
 ) -> dict[str, list[tuple[int, int]]]:
     "The n strongest sink heads, and per seed n random non-sink heads and n random heads."
     sinking = table.label.isin(['sink', 'dormant'])
+    if sinking.all() or not sinking.any():
+        raise ValueError(f"{'every' if sinking.all() else 'no'} head sinks at this ε: there is nothing to compare; "
+                         "label the heads with another `eps`")
     n = min(sinking.sum(), (~sinking).sum()) if n is None else n
     n = check_int(n, 'n', 1, int(min(sinking.sum(), (~sinking).sum())))
     pairs = lambda df: [(int(l), int(h)) for l, h in zip(df['layer'], df['head'])]

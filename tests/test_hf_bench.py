@@ -14,3 +14,19 @@ def test_measure_vs_reference_small(tmp_path):
     assert row['T'] == 32 and row['N'] == 3 and row['backend'] == 'stream'
     assert row['max_delta'] <= 1e-5 and row['sink1_reference'] == row['sink1_measure']
     assert row['reference_s'] > 0 and row['measure_s'] > 0
+
+
+def test_long_context_small(tmp_path):
+    "bench/long_context.py on the tiny model: the eager figure is L·H·T²·4 bytes and the streamed measurement adds less."
+    T = 2048                                                     # eager maps 512 MiB: well above the fixed overheads
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'long_context.py'), '--model', 'tiny', '--T', str(T),
+                          '--out', str(tmp_path / 'table.txt'), '--json', str(tmp_path / 'rows.json')],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert 'eager/added' in out.stdout
+    assert 'command: python bench/long_context.py --model tiny' in (tmp_path / 'table.txt').read_text()
+    (row,) = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    assert (row['T'], row['N'], row['L'], row['H']) == (T, 1, 4, 8)
+    assert row['backend'] == 'stream' and not row['allow_longer']
+    assert row['eager_bytes'] == 4 * 8 * T * T * 4
+    assert 0 < row['added_bytes'] < row['eager_bytes'] and row['seconds'] > 0

@@ -53,3 +53,27 @@ def test_bad_arguments_name_the_flag(args, flag, allowed):
 def test_unloadable_model_fails_cleanly(tmp_path):
     out = run('measure', tmp_path / 'missing-model', '--n', '1')
     assert out.returncode == 1 and 'sink-nb measure:' in out.stderr and 'Traceback' not in out.stderr, out.stderr
+
+
+def test_heads_labels_every_head_and_intervenes(tiny_gpt2, tmp_path):
+    import json
+    from sink_nb.hf import measure
+    alpha1 = sorted(measure(tiny_gpt2, T=24, n=4, pack=True, activations=True, progress=False).heads().alpha1)
+    eps = (alpha1[3] + alpha1[4]) / 2                                    # half the random model's heads count as sinks
+    out = run('heads', tiny_gpt2, '--T', '24', '--n', '4', '--eps', eps, '--intervene', '--group-size', '1',
+              '--seeds', '2', '--kinds', 'mask_sink', 'zero_head', '--json', tmp_path / 'h.json', '--quiet')
+    assert out.returncode == 0, out.stderr
+    saved = json.loads((tmp_path / 'h.json').read_text())
+    assert len(saved['heads']) == 2 * 4 and sum(saved['labels'].values()) == 8
+    assert {r['label'] for r in saved['heads']} <= {'sink', 'dormant', 'local', 'broad'}
+    assert sum(r['label'] in ('sink', 'dormant') for r in saved['heads']) == 4
+    assert len(saved['intervene']) == 2 * (1 + 2 + 2)                     # kinds × (sink + 2 non-sink + 2 random)
+    assert {r['n_heads'] for r in saved['intervene']} == {1}
+    assert 'labels: sink' in out.stdout and 'intervention: 1 heads per group' in out.stdout
+
+
+def test_heads_refuses_what_it_cannot_do(tiny_gpt2):
+    out = run('heads', tiny_gpt2, '--T', '24', '--n', '2', '--eps', '0.9', '--intervene', '--quiet')
+    assert out.returncode == 1 and 'no head sinks' in out.stderr, out.stderr   # nothing to compare
+    out = run('heads', MINILM, '--n', '1', '--T', '16', '--intervene', '--eps', '0.05', '--quiet')
+    assert out.returncode == 1 and 'bidirectional' in out.stderr and 'Traceback' not in out.stderr, out.stderr
