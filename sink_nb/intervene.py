@@ -216,11 +216,15 @@ def intervene(
 ) -> pd.DataFrame:             # group, kind, n_heads, loss/ppl before and after, α₁ of the heads and of the rest
     "Loss and perplexity before and after editing the sink (or the output) of groups of heads, with α₁ of the rest."
     kinds = [kind] if isinstance(kind, str) else list(kind)
+    if not kinds: raise ValueError(f"`kind` is empty: give one or more of {list(KINDS)}")
     for k in kinds: check_choice(k, 'kind', KINDS)
     _check_model(model)
     L, H = _sizes(model)
     named = heads if isinstance(heads, dict) else {'heads': heads}
     groups = {name: _by_layer(g, L, H, name) for name, g in named.items()}
+    if not groups or not all(groups.values()):
+        raise ValueError("`heads` must name at least one (layer, head) in every group, got "
+                         f"{ {name: len(g) for name, g in named.items()} }")
     if per_head: groups = {f'{g} L{l}H{h}': {l: [h]} for g, by in groups.items() for l, hs in by.items() for h in hs}
     ids, batch_size = _ids(model, inputs, tokenizer, T, n), check_int(batch_size, 'batch_size', 1)
     first = model.config.n_slots if isinstance(model, SinkLM) else 0
