@@ -105,11 +105,11 @@ def _note(text:str) -> tuple:
 _LABEL_COLOURS = {'sink': '#d62728', 'dormant': '#9467bd', 'local': '#2ca02c', 'broad': '#c7c7c7'}
 
 @lru_cache(maxsize=32)
-def _grid_template(L:int, H:int, cell:int, labels:bool=False) -> tuple:
+def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True) -> tuple:
     x = alt.X('head:O', scale=alt.Scale(domain=list(range(H))), axis=alt.Axis(labelOverlap=True))
     y = alt.Y('layer:O', scale=alt.Scale(domain=list(range(L))), axis=alt.Axis(labelOverlap=True))
     base = alt.Chart(_named('grid', 'layer', 'head', 'alpha', 'sink')).encode(x=x, y=y)
-    color = alt.Color('label:N', title='head', scale=alt.Scale(domain=list(_LABEL_COLOURS),
+    color = alt.Color('label:N', title='label', scale=alt.Scale(domain=list(_LABEL_COLOURS),
                       range=list(_LABEL_COLOURS.values()))) if labels else \
         alt.Color('alpha:Q', scale=alt.Scale(domain=[0, 1], scheme='viridis'), title='α')
     tip = ['layer:O', 'head:O', alt.Tooltip('alpha:Q', format='.3f')] + (['label:N'] if labels else [])
@@ -118,7 +118,7 @@ def _grid_template(L:int, H:int, cell:int, labels:bool=False) -> tuple:
     dots = base.transform_filter('datum.sink == 1').mark_circle(color='white', size=cell * 1.5, opacity=0.9)
     outline = alt.Chart(_named('grid_selected', 'layer', 'head')).mark_rect(
         fill=None, stroke='black' if labels else 'red', strokeWidth=2).encode(x=x, y=y)
-    layers = (rect, outline) if labels else (rect, dots, outline)
+    layers = (rect,) + (() if labels else (dots,)) + ((outline,) if outlined else ())   # an empty layer draws nothing
     return _frozen(alt.layer(*layers).properties(width=cell * H, height=cell * L))
 
 # %% ../nbs/07_explore.ipynb #efcd56b7
@@ -132,9 +132,10 @@ def _grid(alpha, eps:float=0.3, selected:tuple|None=None, cell:int|None=None, la
         if labels.shape != (L, H) or not set(labels.ravel()) <= set(_LABEL_COLOURS):
             raise ValueError(f"`labels` must be an (L, H) = ({L}, {H}) array of {list(_LABEL_COLOURS)}")
         cols['label'] = labels.ravel()
-    data = {'grid': _csv(**cols),
-            'grid_selected': _csv(layer=[selected[0]], head=[selected[1]]) if selected else 'layer,head\n'}
-    return _grid_template(L, H, cell or max(6, min(28, 320 // max(L, H))), labels is not None) + (data,)
+    data = {'grid': _csv(**cols)}
+    if selected: data['grid_selected'] = _csv(layer=[selected[0]], head=[selected[1]])
+    cell = cell or max(6, min(28, 320 // max(L, H)))
+    return _grid_template(L, H, cell, labels is not None, selected is not None) + (data,)
 
 # %% ../nbs/07_explore.ipynb #e3e9a91a
 def grid_chart(

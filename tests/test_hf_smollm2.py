@@ -41,7 +41,8 @@ def test_smollm2_has_a_first_token_sink(smollm2, tmp_path):
     print(f'SmolLM2-135M-Instruct (Q4_1 GGUF) Sink_1^0.3, natural text, T=64, N=8: {sink1:.2f}%')
     assert sink1 == pytest.approx(SINK1['natural'], abs=1.5)
     assert res.rate(k=10) < 1                             # ... and not on later tokens (measured: 0.05 %)
-    assert sorted(res.stats) == ['hidden_norm', 'k_norm', 'massive_ratio', 'qk1_cos', 'qk1_norm', 'v_norm']
+    assert sorted(res.stats) == ['head_near_share', 'head_out_norm', 'head_v_norm', 'hidden_norm', 'k_norm',
+                                 'massive_ratio', 'qk1_cos', 'qk1_norm', 'v_norm']
     ratio = res.stats['massive_ratio'][:, 1:].mean(0)     # blocks' outputs, pre-final-norm
     assert ratio.max().item() == pytest.approx(MASSIVE_RATIO_MAX, rel=0.05)   # massive activation in the middle layers
     assert ratio.argmax().item() == 11                    # at the output of block 11, where layers 10-11 have no sink
