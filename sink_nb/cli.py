@@ -488,8 +488,8 @@ def _stream_parser(sub):
 def _label_counts(table) -> 'pd.DataFrame':
     "Heads of each label per layer, with the layer's mean α₁."
     import pandas as pd
-    counts = pd.crosstab(table['layer'], table['label']).reindex(columns=['sink', 'dormant', 'local', 'broad'],
-                                                                  fill_value=0)
+    from sink_nb.metrics import HEAD_LABELS
+    counts = pd.crosstab(table['layer'], table['label']).reindex(columns=list(HEAD_LABELS), fill_value=0)
     return counts.assign(mean_alpha1=table.groupby('layer').alpha1.mean().round(3))
 
 def _group_summary(rows) -> 'pd.DataFrame':
@@ -504,6 +504,7 @@ def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
     from sink_nb.data import probe_batch
     from sink_nb.hf import measure
+    from sink_nb.metrics import HEAD_LABELS
     from sink_nb.intervene import _check_model, head_groups, intervene
     from sink_nb.stream import load_causal_lm
     try:
@@ -521,7 +522,7 @@ def run_heads(args) -> dict:
         groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}
         rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
-    counts = table.label.value_counts().reindex(['sink', 'dormant', 'local', 'broad'], fill_value=0)
+    counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
     print(f"sink_nb heads: {res.name}, N={res.N} samples of T={res.T}, ε={args.eps}, window={args.window}")
     print('labels: ' + ', '.join(f'{k} {v}' for k, v in counts.items()) + f' (of {len(table)} heads)')
     print(_label_counts(table).to_string())

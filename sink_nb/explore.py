@@ -19,7 +19,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
-from .metrics import SinkResult
+from .metrics import _HEAD_STATS, HEAD_LABELS, SinkResult
 
 # %% auto #0
 __all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'pattern_from_model',
@@ -102,7 +102,7 @@ def _note(text:str) -> tuple:
     return _frozen(chart) + ({},)
 
 # %% ../nbs/07_explore.ipynb #d6b15e00
-_LABEL_COLOURS = {'sink': '#d62728', 'dormant': '#9467bd', 'local': '#2ca02c', 'broad': '#c7c7c7'}
+_LABEL_COLOURS = dict(zip(HEAD_LABELS, ('#d62728', '#9467bd', '#2ca02c', '#c7c7c7')))
 
 @lru_cache(maxsize=32)
 def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True) -> tuple:
@@ -282,7 +282,7 @@ def _strongest(result:SinkResult) -> tuple[int, int]:
 
 def _has_heads(result:SinkResult) -> bool:
     "Does the result carry the per-head statistics `heads()` needs?"
-    return all(s in result.stats for s in ('head_v_norm', 'head_out_norm', 'head_near_share'))
+    return all(s in result.stats for s in _HEAD_STATS)
 
 # %% ../nbs/07_explore.ipynb #eca49e29
 class SinkExplorer(W.VBox):
@@ -300,6 +300,7 @@ class SinkExplorer(W.VBox):
             raise ValueError("`pattern` must be a callable (sample, layer, head) -> (Q, n_slots + Q) weights, or None")
         self.max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
         self.result, self.pattern, self._pending = result, pattern if pattern is not None else result.pattern, None
+        self._label_cache = {}                         # ε -> (L, H) head labels
         if offline: alt.JupyterChart.enable_offline()
         (l, h), slider = _strongest(result), partial(W.IntSlider, continuous_update=False)
         self.layer = slider(l, 0, result.L - 1, description='layer')
@@ -346,9 +347,9 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
 @patch
 def _labels(self:SinkExplorer, eps:float) -> np.ndarray:
     "Head labels (L, H) at threshold ε, computed once per ε."
-    cache = self.__dict__.setdefault('_label_cache', {})
-    if eps not in cache: cache[eps] = self.result.heads(eps).label.to_numpy().reshape(self.result.L, self.result.H)
-    return cache[eps]
+    if eps not in self._label_cache:
+        self._label_cache[eps] = self.result.heads(eps).label.to_numpy().reshape(self.result.L, self.result.H)
+    return self._label_cache[eps]
 
 @patch
 def _info(self:SinkExplorer) -> str:

@@ -16,6 +16,7 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from .attention import NORMALISERS
 from .checks import check_choice, check_int
 from .data import probe_batch
 from .hf import _SCORE_CHANGERS, _ACTIVE, _Tap, _Unsupported, _active, _attn_implementation, _block_index
@@ -98,8 +99,7 @@ def _edited_attention(module, query, key, value, mask, heads:list[int], kind:str
     s = (query.float() @ k.float().transpose(-1, -2)) * (scaling if scaling is not None else query.shape[-1] ** -0.5)
     s, vis = _visible(mask, s, kwargs.get('is_causal') or getattr(module, 'is_causal', True))
     s = edit_scores(s.masked_fill(~vis, -math.inf), heads, kind)
-    lse = s.logsumexp(-1, keepdim=True)
-    w = (s - lse.masked_fill(lse.isneginf(), 0.)).exp()                 # a row with no visible key gives zeros
+    w = NORMALISERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
     return (w.to(v.dtype) @ v).transpose(1, 2).contiguous(), w.to(query.dtype)
 
 # %% ../nbs/06_intervene.ipynb #ee42366f
