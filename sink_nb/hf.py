@@ -72,9 +72,12 @@ def _source(path) -> tuple[str, dict]:
 
 @contextlib.contextmanager
 def _reading(path, kw:dict):
-    "Turn a failure to parse a GGUF file into an error that names the file."
+    "Turn a failure to parse a GGUF file, or a missing GGUF reader, into an error that names the file and the fix."
     try: yield
-    except ImportError: raise
+    except ImportError as e:
+        if 'gguf_file' not in kw: raise
+        raise ValueError(f"reading the GGUF file {path} needs the `gguf` package, which is not installed: "
+                         "pip install 'gguf>=0.10'") from e
     except Exception as e:
         if 'gguf_file' not in kw: raise
         raise ValueError(f"cannot read the GGUF file {path} (truncated or corrupt?): {type(e).__name__}: {e}") from e
