@@ -80,6 +80,8 @@ def _reading(path, kw:dict):
                          "pip install 'gguf>=0.10'") from e
     except Exception as e:
         if 'gguf_file' not in kw: raise
+        if 'pip install' in str(e):                                           # transformers names a missing helper
+            raise ValueError(f"reading the GGUF file {path} needs a package that is not installed: {e}") from e
         raise ValueError(f"cannot read the GGUF file {path} (truncated or corrupt?): {type(e).__name__}: {e}") from e
 
 # %% ../nbs/06_hf.ipynb #b79c99c5
