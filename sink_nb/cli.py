@@ -272,6 +272,14 @@ def _eps(text:str) -> float:
     if not 0 < v < 1: raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {v}")
     return v
 
+# %% ../nbs/08_cli.ipynb #fd0bf484
+def _output_file(text:str) -> Path:
+    "A file to write, checked before any work: not a folder, in a folder that exists; an existing file is replaced."
+    p = Path(text)
+    if p.is_dir(): raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    if not p.parent.exists(): raise argparse.ArgumentTypeError(f"the folder {p.parent} does not exist")
+    return p
+
 # %% ../nbs/08_cli.ipynb #dce23560
 def _demo_parser(sub):
     d = sub.add_parser('demo', help='train a softmax model and its sigmoid twin on CPU and watch a sink emerge',
@@ -347,7 +355,7 @@ def _measure_parser(sub):
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
     m.add_argument('--seed', type=int, default=0)
-    m.add_argument('--out', type=Path, help='write the SinkResult to this .safetensors file')
+    m.add_argument('--out', type=_output_file, help='write the SinkResult to this .safetensors file')
 
 # %% ../nbs/08_cli.ipynb #ef7212a6
 def _mean_curves(rows:list[dict], column:int) -> dict[str, list]:
@@ -404,8 +412,8 @@ def _compare_parser(sub):
                        description='Statistics of run folders written by `sink-nb train` (mean ± sd over seeds).')
     c.add_argument('runs', nargs='+', type=Path, help='run folders; NAME/seedK or NAME-seedK folders are seeds of NAME')
     c.add_argument('--eps', type=_eps, nargs='+', default=[0.1, 0.3, 0.5], help='sink thresholds (default 0.1 0.3 0.5)')
-    c.add_argument('--chart', type=Path, help='write Sink_1 and val loss vs step (SVG) here')
-    c.add_argument('--json', type=Path, help='write the rows and the summary here')
+    c.add_argument('--chart', type=_output_file, help='write Sink_1 and val loss vs step (SVG) here')
+    c.add_argument('--json', type=_output_file, help='write the rows and the summary here')
 
 def _mitigation_names() -> list[str]:
     "stats.MITIGATIONS' names, read from the shipped demo-NAME configs so that --help needs no torch."
@@ -480,8 +488,8 @@ def _stream_parser(sub):
                    help='RoPE position of a kept key: its place in the cache or in the text')
     s.add_argument('--every', type=_int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')
     s.add_argument('--bins', type=_int_at_least(1), default=8, help='position spans in the table (default 8)')
-    s.add_argument('--chart', type=Path, help='write perplexity vs position (SVG) here')
-    s.add_argument('--json', type=Path, help='write the table here')
+    s.add_argument('--chart', type=_output_file, help='write perplexity vs position (SVG) here')
+    s.add_argument('--json', type=_output_file, help='write the table here')
     s.add_argument('--quiet', action='store_true', help='no progress bars')
 
 # %% ../nbs/08_cli.ipynb #b430bac5
@@ -549,7 +557,7 @@ def _heads_parser(sub):
     h.add_argument('--group-size', type=_int_at_least(1), default=16, help='heads per group (default 16)')
     h.add_argument('--seeds', type=_int_at_least(1), default=3, help='random groups of each kind (default 3)')
     h.add_argument('--kinds', nargs='+', choices=('mask_sink', 'mean_sink', 'zero_head'), default=['mask_sink'])
-    h.add_argument('--json', type=Path, help='write every head and intervention row here')
+    h.add_argument('--json', type=_output_file, help='write every head and intervention row here')
     h.add_argument('--quiet', action='store_true', help='no progress bars')
 
 # %% ../nbs/08_cli.ipynb #29596393
