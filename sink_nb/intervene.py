@@ -187,6 +187,10 @@ def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
         if inputs.ndim != 2 or inputs.dtype not in (torch.long, torch.int32) or inputs.shape[1] < 2:
             raise ValueError(f"`inputs` ids must be an integer tensor (N, T >= 2), got {tuple(inputs.shape)} "
                              f"{inputs.dtype}")
+        V = model.config.vocab_size if isinstance(model, SinkLM) else model.get_input_embeddings().num_embeddings
+        if inputs.min() < 0 or inputs.max() >= V:
+            raise ValueError(f"`inputs` ids must lie in [0, {V - 1}], the model's vocabulary; they span "
+                             f"[{inputs.min().item()}, {inputs.max().item()}]")
         return inputs.long()
     if tokenizer is None: raise ValueError("texts as `inputs` need `tokenizer`")
     texts = [inputs] if isinstance(inputs, str) else inputs
