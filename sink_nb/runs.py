@@ -138,9 +138,13 @@ _RUN_FILES = ('config.yaml', 'metrics.jsonl', 'checkpoints', 'summary.json', 're
 
 def _looks_like_run(d:Path) -> bool: return any((d / name).exists() for name in _RUN_FILES)
 
+def _never_written(p:Path) -> bool:
+    "An empty checkpoints/: what a claim leaves when its run fails before the first write (bad data, a wrong vocab)."
+    return p.name == 'checkpoints' and p.is_dir() and not any(p.iterdir())
+
 def claim_folder(run_dir:Path, resume:bool=False, overwrite:bool=False):
     "Refuse a folder holding another run unless resuming or overwriting; probe that it is writable."
-    contents = [p for p in run_dir.iterdir() if p.name != '.lock'] if run_dir.exists() else []
+    contents = [p for p in run_dir.iterdir() if p.name != '.lock' and not _never_written(p)] if run_dir.exists() else []
     if contents and not resume:
         if not overwrite:
             raise FileExistsError(f"{run_dir} already holds {'a run' if _looks_like_run(run_dir) else 'files'} "
