@@ -375,9 +375,12 @@ def _text_batches(source, split:str, text_field:str, batch_docs:int, **kwargs) -
 # %% ../nbs/04_corpora.ipynb #ded41b99
 def document_batches(batches, stats:dict) -> Iterator[list[str]]:
     "The non-empty texts of each batch, in pieces of about `_BATCH_CHARS` (empty texts counted in `stats`)."
+    seen = 0
     for batch in batches:
-        bad = next((t for t in batch if t is not None and not isinstance(t, str)), None)
-        if bad is not None: raise ValueError(f"`text_field` must name a column of strings, got {type(bad).__name__}")
+        bad = next((i for i, t in enumerate(batch) if t is not None and not isinstance(t, str)), None)
+        if bad is not None: raise ValueError(f"`text_field` must name a column of strings, got "
+                                             f"{type(batch[bad]).__name__} in document {seen + bad + 1}")
+        seen += len(batch)
         keep = [t for t in batch if t]
         stats['empty'] += len(batch) - len(keep)
         ends = np.cumsum([len(t) for t in keep]) // _BATCH_CHARS                  # the piece each text falls in
