@@ -93,7 +93,8 @@ def datasets_map(corpus, out, tok, num_proc):
 def worker(args):
     "Prepare one corpus with one engine and print seconds, tokens and memory as JSON."
     sys.path.insert(0, str(ROOT))
-    from sink_nb.corpora import TokenShards, get_tokenizer, prepare
+    from sink_nb.corpora import get_tokenizer
+    from sink_nb.shards import TokenShards, prepare
     t0 = time.perf_counter(); tok = get_tokenizer(args.tokenizer); load_s = time.perf_counter() - t0
     out = Path(args.out)
     usage = resource.getrusage(resource.RUSAGE_SELF); cpu0 = usage.ru_utime + usage.ru_stime

@@ -140,7 +140,7 @@ def run_demo(args) -> dict:
 # %% ../nbs/08_cli.ipynb #66041e75
 def run_prepare(args) -> dict:
     "The `prepare` command: tokenise SOURCE into token shards under --out."
-    from sink_nb.corpora import TokenShards, prepare
+    from sink_nb.shards import TokenShards, prepare
     kw = dict(split=args.split, text_field=args.text_field, overwrite=args.overwrite, progress=not args.quiet)
     if args.val_docs is not None: kw['val_docs'] = args.val_docs
     if args.num_proc is not None: kw['num_proc'] = args.num_proc

@@ -13,8 +13,8 @@ from torch import Tensor
 from fastcore.basics import patch_to
 
 from .checks import check_choice, check_int
-from .corpora import (FORMAT_VERSION, ByteTokenizer, Encoder, TokenShards, builtin_texts, document_batches,
-                             token_dtype, tokenizer_key)
+from .corpora import ByteTokenizer, builtin_texts
+from .shards import FORMAT_VERSION, Encoder, TokenShards, document_batches, token_dtype, tokenizer_key
 
 # %% auto #0
 __all__ = ['PROBES', 'Blocks', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch',

@@ -19,7 +19,8 @@ from torch import Tensor
 
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt, check_choice,
                             check_fields, coerce, field_types)
-from .corpora import TEXT_CORPORA, TokenShards, ensure_prepared, get_tokenizer, load_corpus, prepared_path
+from .corpora import TEXT_CORPORA, get_tokenizer, load_corpus
+from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .model import SinkConfig, SinkLM, measure_model
 from .runs import (check_resume, claim_folder, latest_good_checkpoint, list_checkpoints, log_line, run_lock,

