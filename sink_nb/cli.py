@@ -522,11 +522,6 @@ def run_heads(args) -> dict:
         res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, backend='stream',
                       progress=not args.quiet)
         table = res.heads(args.eps, args.window)
-        sinking = int(table.label.isin(['sink', 'dormant']).sum())
-        if args.intervene and args.group_size > min(sinking, len(table) - sinking):
-            raise ValueError(f"--group-size {args.group_size} is more than the {sinking} sink heads or the "
-                             f"{len(table) - sinking} other heads at ε={args.eps}: use at most "
-                             f"{min(sinking, len(table) - sinking)}")
         groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}
         rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None

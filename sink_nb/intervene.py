@@ -245,19 +245,21 @@ def intervene(
 # %% ../nbs/06_intervene.ipynb #3f10c808
 def head_groups(
     table:pd.DataFrame,     # SinkResult.heads(): layer, head, alpha1, label
-    n:int|None=None,        # heads per group; None: as many as the smaller of sink and non-sink heads
+    size:int|None=None,     # heads per group; None: as many as the smaller of sink and non-sink heads
     seeds=(0, 1, 2),        # one random group of each kind per seed
 ) -> dict[str, list[tuple[int, int]]]:
-    "The n strongest sink heads, and per seed n random non-sink heads and n random heads."
+    "The `size` strongest sink heads, and per seed `size` random non-sink heads and `size` random heads."
     sinking = table.label.isin(['sink', 'dormant'])
     if sinking.all() or not sinking.any():
         raise ValueError(f"{'every' if sinking.all() else 'no'} head sinks at this ε: there is nothing to compare; "
                          "label the heads with another `eps`")
-    n = min(sinking.sum(), (~sinking).sum()) if n is None else n
-    n = check_int(n, 'n', 1, int(min(sinking.sum(), (~sinking).sum())))
+    most = int(min(sinking.sum(), (~sinking).sum()))
+    size = most if size is None else check_int(size, 'size', 1)
+    if size > most: raise ValueError(f"`size`={size} heads per group is more than the {sinking.sum()} sink heads or "
+                                     f"the {(~sinking).sum()} other heads at this ε: use at most {most}")
     pairs = lambda df: [(int(l), int(h)) for l, h in zip(df['layer'], df['head'])]
-    groups = {'sink': pairs(table[sinking].nlargest(n, 'alpha1'))}
+    groups = {'sink': pairs(table[sinking].nlargest(size, 'alpha1'))}
     for s in seeds:
-        groups[f'non-sink #{s}'] = pairs(table[~sinking].sample(n, random_state=s))
-        groups[f'random #{s}'] = pairs(table.sample(n, random_state=s))
+        groups[f'non-sink #{s}'] = pairs(table[~sinking].sample(size, random_state=s))
+        groups[f'random #{s}'] = pairs(table.sample(size, random_state=s))
     return groups

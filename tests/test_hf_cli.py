@@ -70,10 +70,13 @@ def test_heads_labels_every_head_and_intervenes(tiny_gpt2, tmp_path):
     assert len(saved['intervene']) == 2 * (1 + 2 + 2)                     # kinds × (sink + 2 non-sink + 2 random)
     assert {r['n_heads'] for r in saved['intervene']} == {1}
     assert 'labels: sink' in out.stdout and 'intervention: 1 heads per group' in out.stdout
+    out = run('heads', tiny_gpt2, '--T', '24', '--n', '4', '--eps', eps, '--intervene', '--group-size', '5', '--quiet')
+    assert out.returncode == 1 and 'Traceback' not in out.stderr, out.stderr
+    assert '`size`=5 heads per group is more than the 4 sink heads or the 4 other heads' in out.stderr, out.stderr
 
 
 def test_heads_refuses_what_it_cannot_do(tiny_gpt2):
     out = run('heads', tiny_gpt2, '--T', '24', '--n', '2', '--eps', '0.9', '--intervene', '--quiet')
-    assert out.returncode == 1 and '--group-size 16 is more than the 0 sink heads' in out.stderr, out.stderr
+    assert out.returncode == 1 and 'no head sinks at this ε' in out.stderr, out.stderr
     out = run('heads', MINILM, '--n', '1', '--T', '16', '--intervene', '--eps', '0.05', '--quiet')
     assert out.returncode == 1 and 'bidirectional' in out.stderr and 'Traceback' not in out.stderr, out.stderr
