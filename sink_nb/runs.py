@@ -4,222 +4,574 @@
 
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
-import errno, hashlib, json, os, random, shutil, socket, time, warnings
+import errno, hashlib, json, math, os, re, shutil, socket, time, warnings
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Literal, NamedTuple
 
-import numpy as np
-import torch
 import yaml
+from fastcore.basics import patch
+from safetensors import SafetensorError
 from torch import Tensor
 
+from .checkpoints import latest_good_checkpoint, list_checkpoints, load_checkpoint, load_tree, save_tree
+from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
+from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
+                            check_fields)
+from .metrics import SinkResult
+from .model import SinkConfig, SinkLM, measure_model
+
 # %% auto #0
-__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'save_checkpoint', 'list_checkpoints', 'load_checkpoint',
-           'latest_good_checkpoint', 'claim_folder', 'run_lock', 'config_changes', 'check_resume', 'log_line',
-           'read_metrics', 'truncate_metrics']
+__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'Run', 'RunConfig', 'Evaluation', 'Event', 'parse_record', 'EvalSet', 'process_alive']
 
-# %% ../nbs/05_runs.ipynb #72b9dedb
-def _encode(obj, tensors:dict, path:str='t'):
-    "JSON-able structure of `obj`; its tensors (and numpy arrays) go to `tensors` under their path."
-    if isinstance(obj, Tensor): tensors[path] = obj.detach().cpu().contiguous(); return {'__tensor__': path}
-    if isinstance(obj, np.ndarray):
-        tensors[path] = torch.from_numpy(np.ascontiguousarray(obj)); return {'__ndarray__': path}
-    if isinstance(obj, dict):
-        return {'__dict__': [[k, _encode(v, tensors, f'{path}.{i}')] for i, (k, v) in enumerate(obj.items())]}
-    if isinstance(obj, (list, tuple)):
-        items = [_encode(v, tensors, f'{path}.{i}') for i, v in enumerate(obj)]
-        return {'__tuple__': items} if isinstance(obj, tuple) else items
-    if obj is None or isinstance(obj, (bool, int, float, str)): return obj
-    raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint")
+# %% ../nbs/05_runs.ipynb #2bfcafc6
+@dataclass
+class TrainConfig:
+    "Everything about a training run except the model."
+    # data
+    corpus:str = 'bigram-backcopy'      # built-in name, local file or folder, hub id, or a `shards.prepare` folder
+    tokenizer:str|None = None           # None for pre-tokenised corpora; 'bytes', a transformers name, or a .gguf file
+    seq_len:PositiveInt = 64            # T of training blocks
+    corpus_args:dict = field(default_factory=dict)   # extra `load_corpus` / `prepare` arguments (n, split, ...)
+    data_dir:str = '~/.cache/sink_nb/data'   # where prepared token shards of text corpora are kept
+    val_blocks:PositiveInt = 256        # bigram-backcopy: rows held out for validation and the probe
+    max_tokens:PositiveInt|None = None  # token budget (the paper's 50M…5B)
+    random_tokens:list|None = None      # [start, end): positions of every training block replaced by random tokens
+    fixed_token:list|None = None        # [position, token_id]: a fixed token at a position (training and probe)
+    # optimisation
+    steps:PositiveInt = 1000
+    batch_size:PositiveInt = 64         # sequences per optimiser step, all processes together
+    micro_batch:PositiveInt|None = None # sequences per forward per process; None = all of this process's share
+    lr:PositiveFloat = 4e-4; min_lr:NonNegativeFloat = 4e-5; warmup:NonNegativeInt = 100
+    schedule:Literal['cosine', 'constant'] = 'cosine'   # 'constant': the reference's configs (min_lr = lr)
+    betas:list = field(default_factory=lambda: [0.9, 0.95])
+    weight_decay:NonNegativeFloat = 0.1
+    decay_all:bool = True               # decay norms, biases, embeddings, slots too (the reference does)
+    grad_clip:NonNegativeFloat = 1.0    # 0: no clipping
+    # sink tracking
+    eval_every:PositiveInt = 100
+    eval_batches:PositiveInt = 4
+    probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
+    sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
+    eps:OpenUnitFloat = 0.3
+    # runtime
+    seed:NonNegativeInt = 0
+    dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
+    compile:bool = False                # torch.compile the model
+    parallel:Literal['ddp', 'fsdp'] = 'ddp'             # under torchrun: DDP or FSDP2
+    checkpoint_every:PositiveInt = 500
+    keep_checkpoints:PositiveInt = 2
+    out_dir:str = 'runs/run'
+    resume:bool = False                 # continue the run in out_dir from its last good checkpoint
+    overwrite:bool = False              # delete the run in out_dir (only what sink_nb wrote) and start again
+    allow_changes:list = field(default_factory=list)    # fields that may differ from the run's on resume (recorded)
+    progress:bool = True
+    wandb:bool = False; tensorboard:bool = False
 
-def _decode(obj, tensors:dict):
-    "The inverse of `_encode`."
-    if isinstance(obj, list): return [_decode(v, tensors) for v in obj]
-    if not isinstance(obj, dict): return obj
-    if '__tensor__' in obj: return tensors[obj['__tensor__']]
-    if '__ndarray__' in obj: return tensors[obj['__ndarray__']].numpy()
-    if '__tuple__' in obj: return tuple(_decode(v, tensors) for v in obj['__tuple__'])
-    return {k: _decode(v, tensors) for k, v in obj['__dict__']}
+    def __post_init__(self): check_fields(self); _check_train(self)
 
-# %% ../nbs/05_runs.ipynb #ba59c6c2
-def save_tree(obj, path:Path) -> Path:
-    "Write nested dicts/lists/tuples of tensors, arrays and numbers to one .safetensors file (structure in its header)."
-    from safetensors.torch import save_file
-    tensors = {}
-    structure = _encode(obj, tensors)
-    save_file(tensors, str(path), metadata={'sink_nb.tree': json.dumps(structure)})
-    return path
+# %% ../nbs/05_runs.ipynb #36b264d5
+def _check_train(cfg:TrainConfig):
+    "Cross-field rules of a TrainConfig, each error naming its fields."
+    if cfg.min_lr > cfg.lr: raise ValueError(f"`min_lr`={cfg.min_lr} must not exceed `lr`={cfg.lr}")
+    if cfg.probe_T > cfg.seq_len + 1:
+        raise ValueError(f"`probe_T`={cfg.probe_T} must be at most seq_len + 1 = {cfg.seq_len + 1}")
+    if len(cfg.betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in cfg.betas):
+        raise ValueError(f"`betas` must be two numbers in [0, 1), got {cfg.betas!r}")
+    if cfg.random_tokens is not None and not _span_ok(cfg.random_tokens, cfg.seq_len + 1):
+        raise ValueError("`random_tokens` must be [start, end) with 0 <= start < end <= seq_len + 1 = "
+                         f"{cfg.seq_len + 1}, got {cfg.random_tokens!r}")
+    position = cfg.fixed_token[:1] if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else []
+    if cfg.fixed_token is not None and not _span_ok(position + [p + 1 for p in position], cfg.seq_len + 1):
+        raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len, got "
+                         f"{cfg.fixed_token!r}")
+    if cfg.resume and cfg.overwrite:
+        raise ValueError("`resume` and `overwrite` conflict: continue the run, or delete it, not both")
+    unknown = set(cfg.allow_changes) - {f.name for f in fields(TrainConfig)} - {f.name for f in fields(SinkConfig)}
+    if unknown: raise ValueError(f"`allow_changes` names no TrainConfig or SinkConfig field: {sorted(unknown)}")
 
-def load_tree(path:Path):
-    "Read what `save_tree` wrote."
-    from safetensors import safe_open
-    with safe_open(str(path), framework='pt') as f:
-        structure = (f.metadata() or {}).get('sink_nb.tree')
-        if structure is None: raise ValueError(f"{path} is not a sink_nb state file")
-        return _decode(json.loads(structure), {k: f.get_tensor(k) for k in f.keys()})
+def _span_ok(span, limit:int) -> bool:
+    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in span)
+    return len(span) == 2 and ints and 0 <= span[0] < span[1] <= limit
 
-# %% ../nbs/05_runs.ipynb #2e347336
-def rng_state() -> dict:
-    return dict(torch=torch.get_rng_state(), numpy=np.random.get_state(), python=random.getstate(),
-                cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+# %% ../nbs/05_runs.ipynb #fb46dfad
+RUNTIME_ONLY = frozenset({'resume', 'overwrite', 'allow_changes', 'progress', 'wandb', 'tensorboard', 'out_dir'})
 
-def set_rng_state(s:dict):
-    torch.set_rng_state(s['torch']); np.random.set_state(s['numpy']); random.setstate(s['python'])
-    if s.get('cuda') is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s['cuda'])
+class Run:
+    "A run folder: the one reader and writer of its files. Reading never writes; a run is known by its resolved path."
+    CONFIG, METRICS, SUMMARY = 'config.yaml', 'metrics.jsonl', 'summary.json'
+    RESULT, EVAL, CHECKPOINTS = 'result.safetensors', 'eval.safetensors', 'checkpoints'
+    MANIFEST, LOCK, TENSORBOARD = '.sink_nb_run.json', '.lock', 'tb'
 
-# %% ../nbs/05_runs.ipynb #32e5d4b8
-def _sha256(path:Path) -> str:
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
-    return h.hexdigest()
+    def __init__(self, path):   # a folder (it need not exist yet), or a Run
+        if isinstance(path, Run): path = path.path
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise ValueError(f"`path` must name a run folder, got {path!r}")
+        self.path = Path(path).expanduser().resolve()
+    def __eq__(self, other): return isinstance(other, Run) and other.path == self.path
+    def __hash__(self): return hash(self.path)
+    def __repr__(self): return f"Run('{self.path}'): {self.status}"
+    name = property(lambda self: self.path.name)
+    is_run = property(lambda self: (self.path / self.CONFIG).is_file())
 
-def _check_space(folder:Path, tensors:list[Tensor]):
-    need = int(sum(t.numel() * t.element_size() for t in tensors) * 1.1) + (1 << 20)
-    free = shutil.disk_usage(folder).free
-    if free < need:
-        raise OSError(errno.ENOSPC, f"not enough disk space for a checkpoint in {folder}: need {need / 2**30:.2f} GiB, "
-                                                f"{free / 2**30:.2f} GiB free; the last complete checkpoint is kept")
+# %% ../nbs/05_runs.ipynb #79613d0a
+class RunConfig(NamedTuple):
+    "A run's saved settings: the model's, the run's, and the changes accepted on resume (step, fields)."
+    model:SinkConfig
+    train:TrainConfig
+    changes:list
 
-# %% ../nbs/05_runs.ipynb #5901df6f
-def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
-    "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; prune old ones."
-    from safetensors.torch import save_file
-    ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+def _settings(cls, values:dict):
+    "`cls(**values)`, an unknown field named with the known ones."
+    if unknown := set(values) - {f.name for f in fields(cls)}:
+        raise ValueError(f"unknown {cls.__name__} fields {sorted(unknown)}; see `sink-nb train --help`")
+    return cls(**values)
+
+# %% ../nbs/05_runs.ipynb #8c57fd8d
+@patch
+def _raw_config(self:Run) -> dict:
+    "config.yaml as saved: a mapping with `model` and `train` sections (and `changes`); an error naming the file."
+    path = self.path / self.CONFIG
+    if not path.is_file(): raise FileNotFoundError(f"{self.path} is not a run folder: it has no {self.CONFIG}")
+    try: raw = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not readable YAML ({e})") from None
+    if not (isinstance(raw, dict) and all(isinstance(raw.get(s), dict) for s in ('model', 'train'))
+            and set(raw) <= {'model', 'train', 'changes'}):
+        got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+        raise ValueError(f"{path} must hold the sections model and train (and changes), got {got}")
+    return raw
+
+@patch(as_prop=True)
+def config(self:Run) -> RunConfig:
+    "The run's settings, each field checked; an error naming the file and the field."
+    raw = self._raw_config()
+    try: return RunConfig(_settings(SinkConfig, raw['model']), _settings(TrainConfig, raw['train']),
+                          list(raw.get('changes') or []))
+    except (TypeError, ValueError) as e: raise ValueError(f"{self.path / self.CONFIG}: {e}") from None
+
+# %% ../nbs/05_runs.ipynb #6027e2f3
+@patch
+def settings(self:Run, without=()) -> dict:
+    "The settings that decide the run's numbers, flat ('model.n_layer': 2, ...): runtime-only fields and `without` aside."
+    cfg = self.config
+    flat = {f'model.{k}': v for k, v in asdict(cfg.model).items()} | {f'train.{k}': v for k, v in asdict(cfg.train).items()}
+    return {k: v for k, v in flat.items() if k.split('.', 1)[1] not in RUNTIME_ONLY | set(without)}
+
+@patch
+def fingerprint(self:Run, without=()) -> str:
+    "12 hex digits of `settings(without)`: equal for two runs of the same settings, different after any change."
+    return hashlib.sha256(json.dumps(self.settings(without), sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+# %% ../nbs/05_runs.ipynb #a64fa4f0
+class Evaluation(NamedTuple):
+    "One evaluation of a run, as logged: every number in it belongs to `step`."
+    step:int                 # optimiser steps taken
+    tokens:int               # training tokens seen
+    lr:float                 # learning rate at the step
+    loss:float|None          # mean training loss since the evaluation before (None at step 0)
+    val_loss:float           # validation loss on the run's evaluation data
+    sink:dict                # {k: Sink_k (%)}, k = 1..sink_k, at the run's ε, on the run's probe
+    sink_star:float|None     # Sink* (%) on slot 0, for models with a slot
+    time:float|None          # seconds of training so far
+
+class Event(NamedTuple):
+    "Something that happened to a run at `step`: 'resumed' (with the accepted changes) or 'non-finite'."
+    step:int
+    kind:str
+    detail:dict
+
+# %% ../nbs/05_runs.ipynb #f79b140a
+def _number(x, name:str, lo:float=-math.inf, hi:float=math.inf, optional:bool=False) -> float|None:
+    if x is None and optional: return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
+        raise ValueError(f"`{name}` must be a finite number in [{lo}, {hi}], got {x!r}")
+    return float(x)
+
+def _count(x, name:str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0: raise ValueError(f"`{name}` must be an integer >= 0, got {x!r}")
+    return x
+
+def parse_record(rec) -> Evaluation|Event:
+    "One line of a run's log, checked: an Evaluation or an Event; a ValueError saying what is wrong."
+    if not isinstance(rec, dict): raise ValueError(f"not a JSON object but {type(rec).__name__} {str(rec)[:40]}")
+    step = _count(rec.get('step'), 'step')
+    if 'event' in rec:
+        if not isinstance(rec['event'], str): raise ValueError(f"`event` must be a name, got {rec['event']!r}")
+        return Event(step, rec['event'], {k: v for k, v in rec.items() if k not in ('step', 'event')})
+    sink = rec.get('sink')
+    if not isinstance(sink, dict) or not sink or not all(isinstance(k, str) and k.isdigit() for k in sink):
+        raise ValueError(f"`sink` must map k = 1, 2, ... to Sink_k (%), got {str(sink)[:40]}")
+    return Evaluation(step, _count(rec.get('tokens'), 'tokens'), _number(rec.get('lr'), 'lr', 0),
+                      _number(rec.get('loss'), 'loss', optional=True), _number(rec.get('val_loss'), 'val_loss'),
+                      {int(k): _number(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
+                      _number(rec.get('sink_star'), 'sink_star', 0, 100, optional=True),
+                      _number(rec.get('time'), 'time', 0, optional=True))
+
+# %% ../nbs/05_runs.ipynb #cad7f289
+def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
+    "The checked records of a log, in order; a torn, foreign or out-of-order line is named in a warning and dropped."
+    out, last = [], -1
+    for i, line in enumerate(path.read_text(errors='replace').splitlines() if path.is_file() else [], 1):
+        if not line.strip(): continue
+        try:
+            rec = parse_record(json.loads(line))
+            if isinstance(rec, Evaluation) and rec.step <= last:
+                raise ValueError(f"step {rec.step} does not follow step {last}")
+        except json.JSONDecodeError: why = 'torn (an interrupted write) or not JSON'
+        except ValueError as e: why = str(e)
+        else:
+            if isinstance(rec, Evaluation): last = rec.step
+            out.append(rec); continue
+        if not quiet: warnings.warn(f"{path}: line {i} dropped: {why}", stacklevel=3)
+    return out
+
+@patch
+def metrics(self:Run, quiet:bool=False) -> list[Evaluation]:
+    "The run's evaluations, checked, in step order; bad lines are named in a warning (unless `quiet`) and dropped."
+    return [r for r in _read_log(self.path / self.METRICS, quiet) if isinstance(r, Evaluation)]
+
+@patch
+def events(self:Run) -> list[Event]:
+    "What happened to the run besides evaluations: resumes (with their accepted changes), a non-finite stop."
+    return [r for r in _read_log(self.path / self.METRICS, quiet=True) if isinstance(r, Event)]
+
+# %% ../nbs/05_runs.ipynb #b9dd9a45
+@patch
+def frame(self:Run) -> 'pd.DataFrame':
+    "The evaluations as a table, a row per step: step, tokens, lr, loss, val_loss, time, sink_1..sink_K, sink_star."
+    import pandas as pd                   # here: `sink-nb train` starts sooner without it
+    rows = [dict(step=e.step, tokens=e.tokens, lr=e.lr, loss=e.loss, val_loss=e.val_loss, time=e.time,
+                 **{f'sink_{k}': v for k, v in sorted(e.sink.items())}, sink_star=e.sink_star) for e in self.metrics()]
+    cols = ['step', 'tokens', 'lr', 'loss', 'val_loss', 'time']
+    return pd.DataFrame(rows, columns=list(dict.fromkeys(cols + [c for r in rows for c in r])))
+
+# %% ../nbs/05_runs.ipynb #1be34d46
+@patch(as_prop=True)
+def checkpoints(self:Run) -> list[int]:
+    "Steps of the run's complete checkpoints, ascending (not yet verified: `checkpoint` verifies)."
+    return list_checkpoints(self.path)
+
+@patch
+def checkpoint(self:Run, step:int|None=None) -> dict:
+    "Checkpoint `step`, verified (default: the newest that verifies); an error when there is none."
+    if step is None:
+        if (ckpt := latest_good_checkpoint(self.path)) is None:
+            raise FileNotFoundError(f"{self.path} holds no complete checkpoint")
+        return ckpt
+    if step not in self.checkpoints:
+        raise ValueError(f"`step`={step} is not a checkpoint of {self.path}; it has {self.checkpoints}")
+    return load_checkpoint(self.path, step)
+
+@patch
+def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
+    "The run's model at checkpoint `step` (default: the newest good one), on CPU in eval mode, and that step."
+    ckpt = self.checkpoint(step)
+    model = SinkLM(self.config.model)
+    model.load_state_dict(ckpt['model'])
+    return model.eval(), ckpt['state']['step']
+
+# %% ../nbs/05_runs.ipynb #e57ad122
+@dataclass
+class EvalSet:
+    "What a run is evaluated on, fixed when it starts and kept in its folder: validation batches and the probe."
+    val:Tensor                          # (batches, n, T + 1) token ids, the run's data manipulations applied
+    probe:Tensor                        # (N, probe_T) token ids
+    info:dict = field(default_factory=dict)   # how the probe was drawn (rows or documents, how many skipped)
+
+    def digest(self) -> str:
+        "SHA-256 of the shapes and token ids."
+        h = hashlib.sha256()
+        for t in (self.val, self.probe): h.update(str(tuple(t.shape)).encode()); h.update(t.long().numpy().tobytes())
+        return h.hexdigest()
+
+# %% ../nbs/05_runs.ipynb #be85f3c7
+@patch
+def save_eval_set(self:Run, evals:EvalSet):
+    "Keep the run's evaluation data in its folder, with a checksum."
+    tree = dict(val=evals.val.int(), probe=evals.probe.int(), info=evals.info, sha256=evals.digest())
+    self._write(self.EVAL, lambda path: save_tree(tree, path))
+
+@patch
+def eval_set(self:Run) -> EvalSet:
+    "The validation batches and probe the run is evaluated on, verified against their checksum."
+    path = self.path / self.EVAL
+    if not path.is_file():
+        raise FileNotFoundError(f"{self.path} keeps no evaluation data ({self.EVAL}): it was written by an older "
+                                "sink_nb; give the data to measure it on explicitly (`data=`)")
+    try: tree = load_tree(path)
+    except (OSError, ValueError, KeyError, SafetensorError) as e: raise ValueError(f"{path} is damaged ({type(e).__name__}: {e})") from None
+    evals = EvalSet(tree['val'].long(), tree['probe'].long(), tree.get('info') or {})
+    if evals.digest() != tree.get('sha256'): raise ValueError(f"{path} is damaged: its tokens do not match their checksum")
+    return evals
+
+# %% ../nbs/05_runs.ipynb #f4dac351
+@patch
+def result(self:Run, step:int|None=None) -> SinkResult:
+    "α on the run's probe at checkpoint `step` (default: the newest good one): saved if its stamp matches, else measured."
+    model, step = self.model(step)
+    stamp = dict(step=step, config=self.fingerprint())
     try:
-        model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
-        _check_space(ckpts, list(model_state.values()) * 3)                        # weights, and Adam's two moments
-        save_file(model_state, str(tmp / 'model.safetensors'))
-        save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
-        (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
+        saved = SinkResult.load(self.path / self.RESULT) if (self.path / self.RESULT).is_file() else None
+    except (OSError, ValueError) as e:
+        warnings.warn(f"{self.path / self.RESULT} cannot be read ({e}); measuring the checkpoint again"); saved = None
+    if saved is not None and all(saved.metadata.get(k) == v for k, v in stamp.items()): return saved
+    res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False)
+    res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")
+    return res
+
+@patch
+def save_result(self:Run, result:SinkResult, step:int):
+    "Save the result measured at `step`, stamped with the step and the settings' fingerprint."
+    result.metadata |= dict(step=step, config=self.fingerprint(), run=str(self.path), data="the run's probe")
+    self._write(self.RESULT, result.save)
+
+# %% ../nbs/05_runs.ipynb #76534109
+@patch
+def write_summary(self:Run, summary:dict):
+    "Write the finished run's summary, stamped with the settings' fingerprint."
+    self._write(self.SUMMARY, lambda path: path.write_text(json.dumps(summary | dict(config=self.fingerprint()),
+                                                                          indent=1)))
+
+@patch(as_prop=True)
+def summary(self:Run) -> dict|None:
+    "The finished run's summary; None when the run has not finished, or was continued or changed since it did."
+    path, ckpts = self.path / self.SUMMARY, self.checkpoints
+    try: s = json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError): return None
+    fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
+    return s if fresh else None
+
+# %% ../nbs/05_runs.ipynb #2f2804a7
+@patch(as_prop=True)
+def status(self:Run) -> str:
+    "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
+    if not self.path.is_dir(): return 'no such folder'
+    if not self.is_run: return 'empty' if not self._contents() else 'not a run'
+    try: steps = self.config.train.steps
+    except ValueError as e: return f'unreadable settings ({e})'
+    evals, events, ckpts = self.metrics(quiet=True), self.events(), self.checkpoints
+    last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
+    if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"
+    elif stop := [e for e in events if e.kind == 'non-finite']:
+        s = f"stopped at step {stop[-1].step}: {stop[-1].detail.get('what', 'not finite')} ({last})"
+    elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
+    else: s = f"interrupted at step {max([e.step for e in evals[-1:]] + ckpts[-1:] + [0])} of {steps} ({last})"
+    resumed = [str(e.step) for e in events if e.kind == 'resumed']
+    return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
+
+# %% ../nbs/05_runs.ipynb #218ac591
+@patch
+def _manifest(self:Run) -> set[str]:
+    "The names sink_nb wrote in this folder, by its manifest; empty without one."
+    try: m = json.loads((self.path / self.MANIFEST).read_text())
+    except (OSError, ValueError): return set()
+    return set(m.get('written', [])) if isinstance(m, dict) and m.get('format') == 'sink_nb.run' else set()
+
+@patch
+def _record(self:Run, name:str):
+    "Enter `name` in the manifest before writing it."
+    written = self._manifest()
+    if name in written: return
+    self.path.mkdir(parents=True, exist_ok=True)
+    tmp = self.path / f'{self.MANIFEST}.tmp'
+    tmp.write_text(json.dumps(dict(format='sink_nb.run', version=1, written=sorted(written | {name}))))
+    os.replace(tmp, self.path / self.MANIFEST)
+
+@patch
+def _write(self:Run, name:str, write):
+    "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file; a full disk is named."
+    self._record(name)
+    tmp = self.path / f'.{name}.tmp'
+    try: write(tmp); os.replace(tmp, self.path / name)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if e.errno == errno.ENOSPC:
-            raise OSError(errno.ENOSPC,
-                          f"disk full while writing checkpoint step-{step} in {ckpts}: {e.strerror}") from None
+        tmp.unlink(missing_ok=True)
+        if e.errno == errno.ENOSPC: raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
         raise
-    shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
-    for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
-    return final
 
-# %% ../nbs/05_runs.ipynb #12c1320e
-def list_checkpoints(run_dir:Path) -> list[int]:
-    "Steps of the complete checkpoints of a run, ascending."
-    d = Path(run_dir) / 'checkpoints'
-    if not d.exists(): return []
-    done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
-    return sorted(int(p.name[5:]) for p in done)
+# %% ../nbs/05_runs.ipynb #9f9174e4
+_CHECKPOINT_FILES = frozenset({'model.safetensors', 'optimizer.safetensors', 'rng.safetensors', 'state.json'})
 
-# %% ../nbs/05_runs.ipynb #2d58f4b1
-def load_checkpoint(run_dir:Path, step:int) -> dict:
-    "The model weights, optimizer state, RNG state and run state of checkpoint `step`, verified."
-    from safetensors.torch import load_file
-    d = Path(run_dir) / 'checkpoints' / f'step-{step}'
-    state = json.loads((d / 'state.json').read_text())
-    for name, digest in state.pop('sha256', {}).items():
-        if not (d / name).exists() or _sha256(d / name) != digest:
-            raise ValueError(f"{d / name} is missing or damaged (checksum)")
-    return dict(model=load_file(str(d / 'model.safetensors')), optimizer=load_tree(d / 'optimizer.safetensors'),
-                rng=load_tree(d / 'rng.safetensors'), state=state)
+def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
+    "Entries of checkpoints/ that a run does not write: other names, symlinks, other files in a step folder."
+    out = []
+    for d in sorted(ckpts.iterdir()):
+        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name): out.append(d.name); continue
+        out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
+                if f.is_symlink() or not f.is_file() or f.name not in _CHECKPOINT_FILES]
+    return out
 
-# %% ../nbs/05_runs.ipynb #4bf8db2d
-def latest_good_checkpoint(run_dir:Path) -> dict|None:
-    "The newest checkpoint that loads and verifies, warning about any newer one that does not; None if there is none."
-    for step in reversed(list_checkpoints(run_dir)):
-        try: return load_checkpoint(run_dir, step)
-        except (OSError, ValueError, json.JSONDecodeError) as e:
-            warnings.warn(f"checkpoint step-{step} of {run_dir} cannot be used ({e}); trying the one before")
-    return None
+@patch
+def _contents(self:Run) -> list[str]:
+    "Names in the folder besides the lock, the manifest and an empty checkpoints/ (a run that failed before writing)."
+    if not self.path.is_dir(): return []
+    empty = lambda p: p.name == self.CHECKPOINTS and p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+    return sorted(p.name for p in self.path.iterdir() if p.name not in (self.LOCK, self.MANIFEST) and not empty(p))
 
-# %% ../nbs/05_runs.ipynb #7ef9c299
-_RUN_FILES = ('config.yaml', 'metrics.jsonl', 'checkpoints', 'summary.json', 'result.safetensors')
+@patch
+def foreign(self:Run) -> list[str]:
+    "What in the folder sink_nb did not write (by the manifest): other files, symlinks, odd entries of checkpoints/."
+    written, out = self._manifest(), []
+    ours = written | {f'.{n}.tmp' for n in written} | {self.LOCK, self.MANIFEST, f'{self.MANIFEST}.tmp'}
+    for p in sorted(self.path.iterdir()) if self.path.is_dir() else []:
+        if p.is_symlink() or p.name not in ours: out.append(p.name)
+        elif p.name == self.CHECKPOINTS: out += [f'{p.name}/{q}' for q in _foreign_checkpoint_entries(p)]
+        elif p.name == self.TENSORBOARD:
+            out += [f'{p.name}/{q.name}' for q in p.iterdir() if q.is_symlink() or not q.name.startswith('events.')]
+        elif p.is_dir(): out.append(f'{p.name}/')
+    return out
 
-def _looks_like_run(d:Path) -> bool: return any((d / name).exists() for name in _RUN_FILES)
+# %% ../nbs/05_runs.ipynb #165d338c
+@patch
+def _remove_written(self:Run):
+    "Delete what the manifest lists, after checking that the folder holds nothing else: a refusal deletes nothing."
+    if foreign := self.foreign():
+        raise FileExistsError(f"overwrite=true removes only what sink_nb wrote, and {self.path} also holds "
+                              f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}: move them away or "
+                              "choose another out_dir")
+    for p in sorted(self.path.iterdir()):
+        if p.name == self.LOCK: continue
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
 
-def _never_written(p:Path) -> bool:
-    "An empty checkpoints/: what a claim leaves when its run fails before the first write (bad data, a wrong vocab)."
-    return p.name == 'checkpoints' and p.is_dir() and not any(p.iterdir())
-
-def claim_folder(run_dir:Path, resume:bool=False, overwrite:bool=False):
-    "Refuse a folder holding another run unless resuming or overwriting; probe that it is writable."
-    contents = [p for p in run_dir.iterdir() if p.name != '.lock' and not _never_written(p)] if run_dir.exists() else []
-    if contents and not resume:
+@patch
+def claim(self:Run, resume:bool=False, overwrite:bool=False):
+    "Make the folder this run's: refuse other files unless resuming the run in it or replacing what sink_nb wrote."
+    if self.path.exists() and not self.path.is_dir(): raise FileExistsError(f"{self.path} is a file, not a folder")
+    contents = self._contents()
+    if contents and not (resume and self.is_run):
+        what = 'a run' if self.is_run else 'files that are not a run'
         if not overwrite:
-            raise FileExistsError(f"{run_dir} already holds {'a run' if _looks_like_run(run_dir) else 'files'} "
-                                  f"({', '.join(sorted(p.name for p in contents)[:5])}): pass resume=true to continue "
-                                  "it or overwrite=true to replace it")
-        if not _looks_like_run(run_dir):
-            raise FileExistsError(f"{run_dir} is not empty and is not a run folder; overwrite=true deletes run "
-                                  "folders only")
-        for p in contents: shutil.rmtree(p) if p.is_dir() else p.unlink()
-    (run_dir / 'checkpoints').mkdir(parents=True, exist_ok=True)
-    for d in (run_dir, run_dir / 'checkpoints'):
-        probe = d / f'.write-test-{os.getpid()}'
-        try: probe.write_text('ok'); probe.unlink()
-        except OSError as e:
-            raise PermissionError(f"{d} is not writable ({e.strerror}); a run writes its checkpoints there") from None
+            raise FileExistsError(f"{self.path} already holds {what} ({', '.join(contents[:5])}): pass resume=true to "
+                                  "continue it or overwrite=true to replace it")
+        self._remove_written()
+    if resume and self.is_run and not self._manifest():             # a run written before manifests: adopt its files
+        for name in (self.CONFIG, self.METRICS, self.CHECKPOINTS, self.SUMMARY, self.RESULT):
+            if (self.path / name).exists() and not (self.path / name).is_symlink(): self._record(name)
+    try:
+        self._record(self.CHECKPOINTS); (self.path / self.CHECKPOINTS).mkdir(exist_ok=True)
+        for d in (self.path, self.path / self.CHECKPOINTS):
+            probe = d / f'.write-test-{os.getpid()}'
+            probe.write_text('ok'); probe.unlink()
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS): raise
+        raise PermissionError(f"{self.path} is not writable ({e.strerror}); a run writes its checkpoints there") from None
 
-# %% ../nbs/05_runs.ipynb #e0a7eeb2
-def _alive(pid:int) -> bool:
+# %% ../nbs/05_runs.ipynb #96714fd5
+def process_alive(pid:int) -> bool:
+    "Is process `pid` running on this machine?"
     try: os.kill(pid, 0); return True
     except ProcessLookupError: return False
     except PermissionError: return True
 
-# %% ../nbs/05_runs.ipynb #e0365f60
+_alive = process_alive   # until shards imports the public name
+
+# %% ../nbs/05_runs.ipynb #d6de67ce
+def _owner(lock:Path) -> dict|None:
+    "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
+    try: owner = json.loads(lock.read_text())
+    except FileNotFoundError: return None
+    except (OSError, ValueError): return {}
+    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
+
+@patch
+def _live_owner(self:Run) -> dict|None:
+    "The process holding the run's lock when it is alive on this host (or on another host: it cannot be checked)."
+    owner = _owner(self.path / self.LOCK)
+    if not owner: return None
+    return owner if owner.get('host') != socket.gethostname() or process_alive(owner['pid']) else None
+
+def _stale(lock:Path, owner:dict, me:dict) -> str|None:
+    "Why the lock may be taken over (its process ended, or it is empty and old), or None."
+    if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
+        return f"was left by process {owner['pid']}, which has ended"
+    if not owner and time.time() - lock.stat().st_mtime > 30:
+        return 'is empty or unreadable (a process killed as it took the lock) and 30+ s old'
+    return None
+
+# %% ../nbs/05_runs.ipynb #51a622d1
+@patch
 @contextmanager
-def run_lock(run_dir:Path):
-    "Hold `run_dir/.lock` (pid, host) for the duration; refuse a folder another live process holds."
-    lock, me = Path(run_dir) / '.lock', dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
+def lock(self:Run):
+    "Hold the folder's lock for the duration; refuse a folder another live process holds, saying how to free it."
+    lock, me = self.path / self.LOCK, dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
+    self.path.mkdir(parents=True, exist_ok=True)
     for _ in range(2):
         try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY); break
         except FileExistsError:
-            try: owner = json.loads(lock.read_text())
-            except (OSError, json.JSONDecodeError): owner = {}
-            if owner.get('host') == me['host'] and isinstance(owner.get('pid'), int) and not _alive(owner['pid']):
-                warnings.warn(f"{lock} was left by process {owner['pid']}, which has ended; taking it over")
-                lock.unlink(missing_ok=True)
-            else:
-                raise RuntimeError(f"{run_dir} is in use by another run (process {owner.get('pid', '?')} on "
-                                   f"{owner.get('host', '?')}); "
-                                     f"wait for it or use another out_dir") from None
+            owner = _owner(lock)
+            if owner is None: continue
+            if why := _stale(lock, owner, me):
+                warnings.warn(f"{lock} {why}; taking it over"); lock.unlink(missing_ok=True); continue
+            who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
+            raise RuntimeError(f"{self.path} is in use by another run ({who}): wait for it or use another out_dir; if "
+                               f"no run is using it, delete {lock}") from None
     else: raise RuntimeError(f"could not take {lock}")
     with os.fdopen(fd, 'w') as f: json.dump(me, f)
     try: yield lock
     finally: lock.unlink(missing_ok=True)
 
-# %% ../nbs/05_runs.ipynb #675a98e3
-def config_changes(run_dir:Path, config:dict, ignore=()) -> dict:
+# %% ../nbs/05_runs.ipynb #b80fd89f
+@patch
+def changes(self:Run, config:dict) -> dict:
     "{field: [saved, new]} for each setting of `config` ({section: {field: value}}) that differs from the saved run's."
-    saved = yaml.safe_load((Path(run_dir) / 'config.yaml').read_text()) or {}
-    return {k: [saved.get(section, {}).get(k), v] for section, values in config.items() if isinstance(values, dict)
-            for k, v in values.items() if k not in ignore and saved.get(section, {}).get(k, v) != v}
+    saved = self._raw_config()
+    return {k: [saved[section].get(k), v] for section, values in config.items() if isinstance(values, dict)
+            for k, v in values.items() if k not in RUNTIME_ONLY and saved.get(section, {}).get(k, v) != v}
 
-def check_resume(run_dir:Path, config:dict, allowed=(), ignore=()) -> dict:
+@patch
+def check_resume(self:Run, config:dict, allowed=()) -> dict:
     "The changes against the saved run; an error naming them unless each is in `allowed`."
-    changes = config_changes(run_dir, config, ignore)
+    changes = self.changes(config)
     refused = {k: v for k, v in changes.items() if k not in allowed}
-    if refused: raise ValueError(f"resuming {run_dir} with settings that differ from the run's: "
+    if refused: raise ValueError(f"resuming {self.path} with settings that differ from the run's: "
                                  + ', '.join(f'{k}: {a!r} -> {b!r}' for k, (a, b) in refused.items())
                                  + f"; pass allow_changes=[{','.join(refused)}] to accept them (they are recorded)")
     return changes
 
-# %% ../nbs/05_runs.ipynb #ad56c4c8
-def log_line(path:Path, record:dict):
-    with open(path, 'a') as f: f.write(json.dumps(record) + '\n')
+# %% ../nbs/05_runs.ipynb #8932eb0e
+@patch
+def log(self:Run, record:dict):
+    "Append one evaluation or event to the run's log; a full disk is named."
+    self._record(self.METRICS)
+    try:
+        with open(self.path / self.METRICS, 'a') as f: f.write(json.dumps(record) + '\n')
+    except OSError as e:
+        if e.errno == errno.ENOSPC: raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
+        raise
 
-def read_metrics(path:Path) -> list[dict]:
-    "The records of a metrics.jsonl, skipping (with a warning) a torn line."
-    records = []
-    for i, line in enumerate(Path(path).read_text().splitlines() if Path(path).exists() else []):
-        if not line.strip(): continue
-        try: records.append(json.loads(line))
-        except json.JSONDecodeError: warnings.warn(f"{path}: line {i + 1} is torn (an interrupted write); dropped")
-    return records
+@patch
+def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
+    "Write the settings and start the log: fresh at step 0; at a resume, cut at `step`, with the changes recorded."
+    for stale in (self.SUMMARY, self.RESULT): (self.path / stale).unlink(missing_ok=True)
+    if step:
+        earlier = self._raw_config().get('changes') or []
+        config = config | dict(changes=earlier + ([dict(step=step, changes=changes)] if changes else []))
+        kept = [r for r in _read_log(self.path / self.METRICS) if r.step < step]
+        self._write(self.METRICS, lambda p: p.write_text(''.join(json.dumps(_as_line(r)) + '\n' for r in kept)))
+        self.log(dict(step=step, event='resumed', changes=changes or {}))
+    else: (self.path / self.METRICS).unlink(missing_ok=True)
+    self._write(self.CONFIG, lambda p: p.write_text(yaml.safe_dump(config, sort_keys=False)))
 
-def truncate_metrics(path:Path, step:int):
-    "Keep the log lines before `step`: a resumed run rewrites the rest."
-    keep = [r for r in read_metrics(path) if r.get('step', 0) < step]
-    path.write_text(''.join(json.dumps(r) + '\n' for r in keep))
+def _as_line(r:Evaluation|Event) -> dict:
+    "A checked record as its log line again."
+    if isinstance(r, Event): return dict(step=r.step, event=r.kind) | r.detail
+    line = r._asdict() | dict(sink={str(k): v for k, v in r.sink.items()})
+    return {k: v for k, v in line.items() if v is not None or k == 'loss'}
+
+# %% ../nbs/05_runs.ipynb #6eae7589
+@patch
+def save_checkpoint(self:Run, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
+    "Write checkpoint `step` (atomically, with checksums) and keep the newest `keep`."
+    self._record(self.CHECKPOINTS)
+    return write_checkpoint(self.path, step, model_state, optim_state, state, keep)
+
+@patch
+def latest_checkpoint(self:Run) -> dict|None:
+    "The newest checkpoint that verifies (warning about newer ones that do not); None when there is none."
+    return latest_good_checkpoint(self.path)
+
+@patch
+def tensorboard_dir(self:Run) -> Path:
+    "The folder TensorBoard logs go to, entered in the manifest."
+    self._record(self.TENSORBOARD)
+    return self.path / self.TENSORBOARD

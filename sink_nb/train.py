@@ -4,11 +4,11 @@
 
 # %% ../nbs/05_train.ipynb #5a7b864c
 from __future__ import annotations
-import json, logging, math, os, random, time
+import logging, math, os, random, time, warnings
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 import numpy as np
 import torch
@@ -17,89 +17,18 @@ import torch.nn.functional as F
 import yaml
 from torch import Tensor
 
-from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt, check_choice,
-                            check_fields, coerce, field_types)
+from .checks import check_choice, coerce, field_types
 from .corpora import TEXT_CORPORA, get_tokenizer, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .model import SinkConfig, SinkLM, measure_model
-from .runs import (check_resume, claim_folder, latest_good_checkpoint, list_checkpoints, log_line, run_lock,
-                          save_checkpoint, set_rng_state, truncate_metrics)
+from .checkpoints import set_rng_state
+from .runs import EvalSet, Run, TrainConfig
 
 # %% auto #0
-__all__ = ['log', 'CPU_SCALE', 'TrainConfig', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'Dist', 'setup_distributed',
-           'evaluate', 'NonFiniteTraining', 'train', 'list_configs', 'load_run_config', 'scale_to_cpu',
-           'missing_requirements']
-
-# %% ../nbs/05_train.ipynb #68ec851a
-@dataclass
-class TrainConfig:
-    "Everything about a training run except the model."
-    # data
-    corpus:str = 'bigram-backcopy'      # built-in name, local file or folder, hub id, or a `data.prepare` folder
-    tokenizer:str|None = None           # None for pre-tokenised corpora; 'bytes', a transformers name, or a .gguf file
-    seq_len:PositiveInt = 64            # T of training blocks
-    corpus_args:dict = field(default_factory=dict)   # extra `load_corpus` / `prepare` arguments (n, split, ...)
-    data_dir:str = '~/.cache/sink_nb/data'   # where prepared token shards of text corpora are kept
-    val_blocks:PositiveInt = 256        # bigram-backcopy: rows held out for validation and the probe
-    max_tokens:PositiveInt|None = None  # token budget (the paper's 50M…5B)
-    random_tokens:list|None = None      # [start, end): positions of every training block replaced by random tokens
-    fixed_token:list|None = None        # [position, token_id]: a fixed token at a position (training and probe)
-    # optimisation
-    steps:PositiveInt = 1000
-    batch_size:PositiveInt = 64         # sequences per optimiser step, all processes together
-    micro_batch:PositiveInt|None = None # sequences per forward per process; None = all of this process's share
-    lr:PositiveFloat = 4e-4; min_lr:NonNegativeFloat = 4e-5; warmup:NonNegativeInt = 100
-    schedule:Literal['cosine', 'constant'] = 'cosine'   # 'constant': the reference's configs (min_lr = lr)
-    betas:list = field(default_factory=lambda: [0.9, 0.95])
-    weight_decay:NonNegativeFloat = 0.1
-    decay_all:bool = True               # decay norms, biases, embeddings, slots too (the reference does)
-    grad_clip:NonNegativeFloat = 1.0    # 0: no clipping
-    # sink tracking
-    eval_every:PositiveInt = 100
-    eval_batches:PositiveInt = 4
-    probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
-    sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
-    eps:OpenUnitFloat = 0.3
-    # runtime
-    seed:NonNegativeInt = 0
-    dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
-    compile:bool = False                # torch.compile the model
-    parallel:Literal['ddp', 'fsdp'] = 'ddp'             # under torchrun: DDP or FSDP2
-    checkpoint_every:PositiveInt = 500
-    keep_checkpoints:PositiveInt = 2
-    out_dir:str = 'runs/run'
-    resume:bool = False                 # continue the run in out_dir from its last good checkpoint
-    overwrite:bool = False              # delete the run in out_dir and start again
-    allow_changes:list = field(default_factory=list)    # fields that may differ from the run's on resume (recorded)
-    progress:bool = True
-    wandb:bool = False; tensorboard:bool = False
-
-    def __post_init__(self): check_fields(self); _check_train(self)
-
-# %% ../nbs/05_train.ipynb #b413adb3
-def _check_train(cfg:TrainConfig):
-    "Cross-field rules of a TrainConfig, each error naming its fields."
-    if cfg.min_lr > cfg.lr: raise ValueError(f"`min_lr`={cfg.min_lr} must not exceed `lr`={cfg.lr}")
-    if cfg.probe_T > cfg.seq_len + 1:
-        raise ValueError(f"`probe_T`={cfg.probe_T} must be at most seq_len + 1 = {cfg.seq_len + 1}")
-    if len(cfg.betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in cfg.betas):
-        raise ValueError(f"`betas` must be two numbers in [0, 1), got {cfg.betas!r}")
-    if cfg.random_tokens is not None and not _span_ok(cfg.random_tokens, cfg.seq_len + 1):
-        raise ValueError("`random_tokens` must be [start, end) with 0 <= start < end <= seq_len + 1 = "
-                         f"{cfg.seq_len + 1}, got {cfg.random_tokens!r}")
-    position = cfg.fixed_token[:1] if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else []
-    if cfg.fixed_token is not None and not _span_ok(position + [p + 1 for p in position], cfg.seq_len + 1):
-        raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len, got "
-                         f"{cfg.fixed_token!r}")
-    if cfg.resume and cfg.overwrite:
-        raise ValueError("`resume` and `overwrite` conflict: continue the run, or delete it, not both")
-    unknown = set(cfg.allow_changes) - {f.name for f in fields(TrainConfig)} - {f.name for f in fields(SinkConfig)}
-    if unknown: raise ValueError(f"`allow_changes` names no TrainConfig or SinkConfig field: {sorted(unknown)}")
-
-def _span_ok(span, limit:int) -> bool:
-    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in span)
-    return len(span) == 2 and ints and 0 <= span[0] < span[1] <= limit
+__all__ = ['log', 'CPU_SCALE', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
+           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'train', 'list_configs', 'load_run_config',
+           'scale_to_cpu', 'missing_requirements']
 
 # %% ../nbs/05_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:
@@ -175,6 +104,21 @@ def prepare_data(cfg:TrainConfig, model_cfg:SinkConfig) -> RunData:
     tok = get_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
     return RunData(train, val, probe, tok, info)
 
+# %% ../nbs/05_train.ipynb #a4543667
+def check_token_ids(batch:Tensor, vocab_size:int, where:str) -> Tensor:
+    "`batch`, after checking that every id is below `vocab_size`; an error naming `where` the ids come from."
+    if batch.numel() and (batch.max() >= vocab_size or batch.min() < 0):
+        raise ValueError(f"{where} holds token ids up to {int(batch.max())} (min {int(batch.min())}); the model's "
+                         f"vocab_size is {vocab_size}: the corpus does not fit the model")
+    return batch
+
+def eval_set(data:RunData, cfg:TrainConfig, vocab_size:int) -> EvalSet:
+    "The validation batches and the probe a run is evaluated on, drawn once; token ids checked."
+    n = min(cfg.batch_size, data.val.n)
+    val = torch.stack([_manipulate(data.val.batch(i * n, n), cfg, vocab_size, -2 - i) for i in range(cfg.eval_batches)])
+    check_token_ids(data.probe, vocab_size, 'the probe')
+    return EvalSet(check_token_ids(val, vocab_size, 'the validation data'), data.probe, data.probe_info)
+
 # %% ../nbs/05_train.ipynb #5bacf789
 @dataclass
 class Dist:
@@ -228,14 +172,12 @@ def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
     return loss.mean()
 
 @torch.no_grad()
-def evaluate(model:SinkLM, data:RunData, cfg:TrainConfig, device, autocast) -> dict:
-    "Validation loss and the sink rates on the probe; the SinkResult under '_result'."
+def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autocast) -> dict:
+    "Validation loss and the sink rates on the probe of `data` (a run's EvalSet); the SinkResult under '_result'."
+    evals = data if isinstance(data, EvalSet) else eval_set(data, cfg, model.config.vocab_size)
     was = model.training; model.eval()
-    n = min(cfg.batch_size, data.val.n)
-    losses = [_loss(model, _manipulate(data.val.batch(i * n, n), cfg, model.config.vocab_size, -2 - i).to(device),
-                    model.config, autocast).item()
-              for i in range(cfg.eval_batches)]
-    res = measure_model(model, data.probe.to(device), activations=False)
+    losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
+    res = measure_model(model, evals.probe.to(device), activations=False)
     model.train(was)
     rates = res.rate(k=None, eps=cfg.eps)[:cfg.sink_k]
     out = dict(val_loss=float(np.mean(losses)), sink={str(k + 1): round(float(r), 4) for k, r in enumerate(rates)})
@@ -255,17 +197,25 @@ def _finite(model:nn.Module, dist:Dist) -> bool:
 
 # %% ../nbs/05_train.ipynb #cb79dcef
 @dataclass
-class _Run:
+class _TrainState:
     "The state a training loop carries."
     model:nn.Module; wrapped:nn.Module; fwd:nn.Module; optimizer:torch.optim.Optimizer; dist:Dist; autocast:object
-    run_dir:Path; metrics:Path; step:int = 0; position:int = 0; tokens:int = 0
+    folder:Run; step:int = 0; position:int = 0; tokens:int = 0
     running:list = field(default_factory=list); record:dict = field(default_factory=dict); result:object = None
-    started:float = field(default_factory=time.perf_counter)
+    started:float = field(default_factory=time.perf_counter)   # moved back by the time a resumed run had trained
 
 log = logging.getLogger('sink_nb')
 
 # %% ../nbs/05_train.ipynb #c38cd643
-def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, run_dir:Path) -> _Run:
+def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
+    "Rank 0: take the folder; resuming a run, the accepted changes of settings (an error for others), before any data."
+    folder.claim(cfg.resume, cfg.overwrite)
+    if cfg.resume and folder.is_run: return folder.check_resume(dict(model=asdict(model_cfg), train=asdict(cfg)),
+                                                               cfg.allow_changes)
+    if cfg.resume: warnings.warn(f"{folder.path} holds no run to resume: starting a new one", stacklevel=3)
+    return {}
+
+def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, folder:Run) -> _TrainState:
     "Seed, build the model and optimizer, and restore the last good checkpoint when resuming."
     torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
     model = SinkLM(model_cfg).to(dist.device)
@@ -273,37 +223,43 @@ def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, run_dir:Path) -> _R
     optimizer = make_optimizer(model, cfg)                     # after sharding: FSDP2's parameters are DTensors
     use_bf16 = cfg.dtype == 'bf16' or (cfg.dtype == 'auto' and dist.device.type == 'cuda')
     autocast = torch.autocast(dist.device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
-    run = _Run(model, wrapped, torch.compile(wrapped) if cfg.compile else wrapped, optimizer, dist, autocast, run_dir,
-               run_dir / 'metrics.jsonl')
-    ckpt = latest_good_checkpoint(run_dir) if cfg.resume else None
-    if ckpt is not None:
-        _load_states(model, wrapped, optimizer, ckpt, cfg, dist); set_rng_state(ckpt['rng'])
-        state = ckpt['state']
-        run.step, run.position, run.tokens, run.running = (state[k] for k in ('step', 'position', 'tokens', 'running'))
+    run = _TrainState(model, wrapped, torch.compile(wrapped) if cfg.compile else wrapped, optimizer, dist, autocast,
+                      folder)
+    if cfg.resume and folder.is_run: _restore(run, cfg, folder.latest_checkpoint())
     return run
 
-# %% ../nbs/05_train.ipynb #36f1a72a
-_RUNTIME_ONLY = {'resume', 'overwrite', 'allow_changes', 'progress', 'wandb', 'tensorboard'}   # may differ on resume
+def _restore(run:_TrainState, cfg:TrainConfig, ckpt:dict|None):
+    "Continue from `ckpt`: weights, optimizer, random states, position, training time; an error if it is past `steps`."
+    if ckpt is None:
+        warnings.warn(f"{run.folder.path} holds no usable checkpoint: the run starts again from step 0", stacklevel=4)
+        return
+    state = ckpt['state']
+    if state['step'] > cfg.steps:
+        raise ValueError(f"{run.folder.path} is at step {state['step']} (its last good checkpoint); `steps`={cfg.steps} "
+                         f"is behind it: resume with steps >= {state['step']}")
+    _load_states(run.model, run.wrapped, run.optimizer, ckpt, cfg, run.dist); set_rng_state(ckpt['rng'])
+    run.step, run.position, run.tokens, run.running = (state[k] for k in ('step', 'position', 'tokens', 'running'))
+    run.started -= state.get('elapsed', 0.0)
 
-def _begin_log(run:_Run, model_cfg:SinkConfig, cfg:TrainConfig, resumed:bool):
-    "Rank 0: a fresh config and log, or the resumed run's log cut at its step, with accepted changes recorded."
-    config = dict(model=asdict(model_cfg), train=asdict(cfg))
-    if resumed:
-        changes = check_resume(run.run_dir, config, cfg.allow_changes, ignore=_RUNTIME_ONLY)
-        truncate_metrics(run.metrics, run.step)
-        log_line(run.metrics, dict(step=run.step, event='resumed', changes=changes))
-        if changes:
-            earlier = yaml.safe_load((run.run_dir / 'config.yaml').read_text()).get('changes', [])
-            config['changes'] = earlier + [dict(step=run.step, changes=changes)]
-    else: run.metrics.unlink(missing_ok=True)
-    (run.run_dir / 'config.yaml').write_text(yaml.safe_dump(config, sort_keys=False))
+# %% ../nbs/05_train.ipynb #36f1a72a
+def _begin_log(run:_TrainState, model_cfg:SinkConfig, cfg:TrainConfig, evals:EvalSet, changes:dict):
+    "Rank 0: keep the evaluation data (a resume checks it is the same), write the settings, start or cut the log."
+    folder = run.folder
+    if run.step and (folder.path / Run.EVAL).is_file() and folder.eval_set().digest() != evals.digest():
+        if not changes: raise ValueError(f"the validation data or the probe differ from those {folder.path} was "
+                                         "evaluated on (the corpus or a data setting changed): its curve would mix two "
+                                         "data sets; start a new run, or accept the changed setting with allow_changes")
+        changes = changes | {'evaluation data': ['replaced', 'at the resume']}
+    folder.save_eval_set(evals)
+    folder.begin(dict(model=asdict(model_cfg), train=asdict(cfg)), run.step, changes)
 
 # %% ../nbs/05_train.ipynb #1914412c
-def _step(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int) -> float:
+def _step(run:_TrainState, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int) -> float:
     "One optimiser step over this process's share of the global batch, in micro-batches; the mean loss."
     for g in run.optimizer.param_groups: g['lr'] = lr_at(run.step, cfg)
     start = run.position + run.dist.rank * share
     batch = _manipulate(data.train.batch(start, share), cfg, model_cfg.vocab_size, start)
+    check_token_ids(batch, model_cfg.vocab_size, f'the training batch at position {start}')
     loss_sum = 0.0
     for i in range(0, share, micro):
         sync = run.dist.world > 1 and cfg.parallel == 'ddp' and i + micro < share
@@ -317,32 +273,32 @@ def _step(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:i
     return loss_sum
 
 # %% ../nbs/05_train.ipynb #412c0f1e
-def _guard(run:_Run, loss:float):
+def _guard(run:_TrainState, loss:float):
     "Stop with a message, keeping the last good checkpoint, when the loss or the weights are not finite."
     if math.isfinite(loss) and _finite(run.model, run.dist): return
     what = f"loss is {loss}" if not math.isfinite(loss) else "weights are not finite"
-    if run.dist.main: log_line(run.metrics, dict(step=run.step, event='non-finite', what=what))
-    last = list_checkpoints(run.run_dir)[-1:]
+    if run.dist.main: run.folder.log(dict(step=run.step, event='non-finite', what=what))
+    last = run.folder.checkpoints[-1:]
     raise NonFiniteTraining(f"{what} after step {run.step}; stopped. Last good checkpoint: "
-                            f"{f'step-{last[0]}' if last else 'none'} in {run.run_dir}")
+                            f"{f'step-{last[0]}' if last else 'none'} in {run.folder.path}")
 
-def _evaluate_and_log(run:_Run, data:RunData, cfg:TrainConfig, writers:list, bar):
-    ev = evaluate(run.model, data, cfg, run.dist.device, run.autocast)
+def _evaluate_and_log(run:_TrainState, evals:EvalSet, cfg:TrainConfig, writers:list, bar):
+    ev = evaluate(run.model, evals, cfg, run.dist.device, run.autocast)
     run.result = ev.pop('_result')
     run.record = dict(step=run.step, tokens=run.tokens, lr=lr_at(run.step, cfg),
                       loss=float(np.mean(run.running)) if run.running else None,
                       time=round(time.perf_counter() - run.started, 3)) | ev
     run.running = []
     if run.dist.main:
-        log_line(run.metrics, run.record)
+        run.folder.log(run.record)
         for w in writers: w(run.record)
         _progress_note(bar, run.record)
 
-def _checkpoint(run:_Run, cfg:TrainConfig):
+def _checkpoint(run:_TrainState, cfg:TrainConfig):
     states = _full_states(run.model, run.wrapped, run.optimizer, cfg, run.dist)
-    if run.dist.main:
-        save_checkpoint(run.run_dir, run.step, *states, dict(step=run.step, position=run.position, tokens=run.tokens,
-                                                                           running=run.running), cfg.keep_checkpoints)
+    state = dict(step=run.step, position=run.position, tokens=run.tokens, running=run.running,
+                 elapsed=round(time.perf_counter() - run.started, 3))
+    if run.dist.main: run.folder.save_checkpoint(run.step, *states, state, cfg.keep_checkpoints)
 
 # %% ../nbs/05_train.ipynb #2cc1e51c
 def train(
@@ -350,19 +306,20 @@ def train(
     cfg:TrainConfig,                 # the run
     data:RunData|None=None,          # prepared data; None: `prepare_data(cfg, model_cfg)`
     callbacks:list[Callable]|None=None,  # called as cb(step, model, loss) after every optimiser step
-) -> Path:                           # the run directory
-    "Pretrain a SinkLM; log losses and sink rates to metrics.jsonl; checkpoint atomically; resume when asked."
-    dist, run_dir = setup_distributed(), Path(cfg.out_dir)
-    with (run_lock(run_dir) if dist.main else nullcontext()):
-        if dist.main: claim_folder(run_dir, cfg.resume, cfg.overwrite)
+) -> Path:                           # the run folder (resolved)
+    "Pretrain a SinkLM; log losses and sink rates in the run folder; checkpoint atomically; resume when asked."
+    dist, folder = setup_distributed(), Run(cfg.out_dir)
+    with (folder.lock() if dist.main else nullcontext()):
+        changes = _claim(folder, model_cfg, cfg) if dist.main else {}
         data = data or prepare_data(cfg, model_cfg)
-        run = _start(model_cfg, cfg, dist, run_dir)
+        evals = eval_set(data, cfg, model_cfg.vocab_size)
+        run = _start(model_cfg, cfg, dist, folder)
         share, micro = _shares(cfg, dist)
-        if dist.main: _begin_log(run, model_cfg, cfg, resumed=run.step > 0)
+        if dist.main: _begin_log(run, model_cfg, cfg, evals, changes)
         log.info("attention backend: %s", _backend(run.model, cfg.seq_len, dist.device))
-        _loop(run, data, model_cfg, cfg, share, micro, callbacks or [])
+        _loop(run, data, evals, model_cfg, cfg, share, micro, callbacks or [])
         if dist.main: _finish(run, cfg)
-    return run_dir
+    return folder.path
 
 def _backend(model:SinkLM, T:int, device) -> str:
     "The attention backend a training forward of T tokens uses."
@@ -377,13 +334,14 @@ def _shares(cfg:TrainConfig, dist:Dist) -> tuple[int, int]:
     return share, micro
 
 # %% ../nbs/05_train.ipynb #e432c933
-def _loop(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int, callbacks:list):
-    writers, bar = (_writers(cfg, run.run_dir), _progress(cfg, run.step)) if run.dist.main else ([], None)
+def _loop(run:_TrainState, data:RunData, evals:EvalSet, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int,
+          callbacks:list):
+    writers, bar = (_writers(cfg, run.folder), _progress(cfg, run.step)) if run.dist.main else ([], None)
     seen, t0 = 0, time.perf_counter()
     try:
         while True:
-            if run.step % cfg.eval_every == 0 or run.step == cfg.steps: _evaluate_and_log(run, data, cfg, writers, bar)
-            if run.step == cfg.steps: break
+            if run.step % cfg.eval_every == 0 or run.step >= cfg.steps: _evaluate_and_log(run, evals, cfg, writers, bar)
+            if run.step >= cfg.steps: break
             loss = _step(run, data, model_cfg, cfg, share, micro)
             run.step, run.position = run.step + 1, run.position + cfg.batch_size
             run.tokens, seen = run.tokens + cfg.batch_size * data.train.T, seen + cfg.batch_size * data.train.T
@@ -395,13 +353,14 @@ def _loop(run:_Run, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, share:i
     finally:
         if hasattr(bar, 'close'): bar.close()                                      # 'lines': nothing to close
 
-def _finish(run:_Run, cfg:TrainConfig):
-    run.result.save(run.run_dir / 'result.safetensors')
+def _finish(run:_TrainState, cfg:TrainConfig):
+    "The result and the summary of the finished run, both stamped with its last step."
     r = run.record
-    summary = dict(step=run.step, tokens=run.tokens, loss=r['loss'], val_loss=r['val_loss'], sink_rate=r['sink']['1'],
-                   sink_star=r.get('sink_star'), seconds=round(time.perf_counter() - run.started, 2),
-                   backend=_backend(run.model, cfg.seq_len, run.dist.device))
-    (run.run_dir / 'summary.json').write_text(json.dumps(summary, indent=1))
+    run.folder.save_result(run.result, run.step)
+    run.folder.write_summary(dict(step=run.step, tokens=run.tokens, loss=r['loss'], val_loss=r['val_loss'],
+                                  sink_rate=r['sink']['1'], sink_star=r.get('sink_star'),
+                                  seconds=round(time.perf_counter() - run.started, 2),
+                                  backend=_backend(run.model, cfg.seq_len, run.dist.device)))
 
 # %% ../nbs/05_train.ipynb #273097eb
 def _progress(cfg:TrainConfig, step:int):
@@ -421,7 +380,7 @@ def _progress_note(bar, r:dict):
     elif bar is not None: bar.set_postfix(val_loss=f"{r['val_loss']:.3f}", sink1=r['sink']['1'])
 
 # %% ../nbs/05_train.ipynb #1443b327
-def _writers(cfg:TrainConfig, run_dir:Path) -> list[Callable]:
+def _writers(cfg:TrainConfig, folder:Run) -> list[Callable]:
     "TensorBoard and W&B loggers, only when asked for and installed."
     writers = []
     def flat(r):
@@ -429,11 +388,11 @@ def _writers(cfg:TrainConfig, run_dir:Path) -> list[Callable]:
         return numbers | {f'sink_{k}': v for k, v in r.get('sink', {}).items()}
     if cfg.tensorboard:
         from torch.utils.tensorboard import SummaryWriter
-        tb = SummaryWriter(str(run_dir / 'tb'))
+        tb = SummaryWriter(str(folder.tensorboard_dir()))
         writers.append(lambda r: [tb.add_scalar(k, v, r['step']) for k, v in flat(r).items()])
     if cfg.wandb:
         import wandb
-        wandb.init(project='sink_nb', name=run_dir.name, config=asdict(cfg))
+        wandb.init(project='sink_nb', name=folder.name, config=asdict(cfg))
         writers.append(lambda r: wandb.log(flat(r), step=r['step']))
     return writers
 
