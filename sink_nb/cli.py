@@ -101,15 +101,15 @@ def _timed(fn, *args) -> float:
 # %% ../nbs/08_cli.ipynb #7852ce1c
 def _demo_summary(out:Path, seconds:dict) -> dict:
     "Per variant: final Sink_1, validation and training loss, curves and timing, from the run folders."
-    from sink_nb.runs import read_metrics
+    from sink_nb.runs import Run
     summary = {}
     for v in DEMO_VARIANTS:
-        lines = [l for l in read_metrics(out / v / 'metrics.jsonl') if 'sink' in l]
-        res = json.loads((out / v / 'summary.json').read_text())
+        run = Run(out / v)
+        lines, res = run.metrics(), run.summary
+        if res is None: raise RuntimeError(f"the {v} run in {run.path} did not finish: {run.status}")
         summary[v] = dict(sink_rate=res['sink_rate'], val_loss=res['val_loss'], train_loss=res['loss'],
-                          steps=res['step'],
-                          seconds=seconds[v], sink_rate_curve=[(l['step'], l['sink']['1']) for l in lines],
-                          val_loss_curve=[(l['step'], l['val_loss']) for l in lines], run=str(out / v))
+                          steps=res['step'], seconds=seconds[v], sink_rate_curve=[(l.step, l.sink[1]) for l in lines],
+                          val_loss_curve=[(l.step, l.val_loss) for l in lines], run=str(run.path))
     return summary
 
 def _demo_table(summary:dict) -> str:
@@ -192,6 +192,7 @@ def _paper_line(paper:dict, scaled:bool, changed:bool) -> str:
 # %% ../nbs/08_cli.ipynb #1332346a
 def run_train(args) -> dict:
     "The `train` command: one experiment config with overrides."
+    from sink_nb.runs import Run
     from sink_nb.train import load_run_config, missing_requirements, train
     if args.list: print(_list_configs()); return {}
     if not args.config: raise SystemExit("sink-nb train: give --config NAME|PATH (or --list to see them)")
@@ -200,16 +201,16 @@ def run_train(args) -> dict:
         model_cfg, train_cfg, paper = load_run_config(args.config, args.overrides)
         missing = missing_requirements(model_cfg, train_cfg)
         if missing: raise ValueError(missing + f" For a CPU-sized run: sink-nb train --config {args.config} scale=cpu")
-        run = train(model_cfg, train_cfg)
-    except (ValueError, TypeError, FileExistsError, PermissionError, RuntimeError) as e:
+        run = Run(train(model_cfg, train_cfg))
+    except (ValueError, TypeError, OSError, RuntimeError) as e:     # OSError: a full disk, a folder not ours, ...
         raise SystemExit(f"sink-nb train: {e}") from None
-    summary = json.loads((run / 'summary.json').read_text()) if (run / 'summary.json').exists() else {}
+    summary = run.summary or {}
     if summary:
         harmless = ('out_dir=', 'train.out_dir=', 'progress=', 'resume=', 'overwrite=')
         changed = any(not o.startswith(harmless) for o in args.overrides)
         print(f"{args.config}: Sink_1 = {summary['sink_rate']:.2f}%, val loss {summary['val_loss']:.3f} after "
               f"{summary['step']} steps"
-              + _paper_line(paper, scaled, changed and not scaled) + f"  ({run})")
+              + _paper_line(paper, scaled, changed and not scaled) + f"  ({run.path})")
     return summary
 
 # %% ../nbs/08_cli.ipynb #4d19de60
@@ -379,25 +380,48 @@ def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> 
         chart.write_text(svg_chart(panels, title=title, height=360))
     return table
 
+def _notes(rows:list[dict]):
+    "A line for each run that is not complete: its numbers are from the step the table names, not from its end."
+    for r in rows:
+        if not r['status'].startswith('complete'): print(f"note: {r['run']} is {r['status']}: its numbers are from "
+                                                         f"step {r['step']}")
+
 def run_compare(args) -> list[dict]:
     "The `compare` command: statistics of run folders, one row per run, a table per variant."
-    from sink_nb.stats import run_stats
-    for d in args.runs:
-        if not (d / 'config.yaml').exists():
-            raise SystemExit(f"sink-nb compare: {d} is not a run folder (no config.yaml)")
-    try: rows = [run_stats(d, eps=tuple(args.eps)) for d in args.runs]
-    except (FileNotFoundError, ValueError) as e: raise SystemExit(f"sink-nb compare: {e}") from None
+    from sink_nb.stats import compare_runs
+    try: rows = compare_runs(args.runs, eps=tuple(args.eps))
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb compare: {e}") from None
     _report(rows, args.chart, args.json, 'Sink_1 and validation loss, mean over seeds')
+    _notes(rows)
     return rows
+
+_MITIGATION_REPORTS = ('mitigations.json', 'mitigations.svg', 'mitigations.txt')
+
+def _check_mitigations_out(out:Path):
+    "Refuse an --out holding anything but earlier mitigation runs and reports, before hours of training."
+    from sink_nb.runs import Run
+    if out.exists() and not out.is_dir(): raise SystemExit(f"sink-nb mitigations: --out {out} is a file")
+    known = set(_mitigation_names())
+    for p in sorted(out.iterdir()) if out.is_dir() else []:
+        if p.name in _MITIGATION_REPORTS and p.is_file() and not p.is_symlink(): continue
+        seeds = sorted(p.iterdir()) if p.name in known and p.is_dir() and not p.is_symlink() else None
+        odd = [q for q in seeds or [] if not (q.name.startswith('seed') and q.is_dir() and not q.is_symlink()
+                                              and (Run(q).is_run or not any(q.iterdir())))]
+        if seeds is None or odd:
+            what = p if seeds is None else odd[0]
+            raise SystemExit(f"sink-nb mitigations: --out {out} holds {what}, which is not a mitigation run or report; "
+                             "give an empty folder or one an earlier `sink-nb mitigations` wrote")
 
 def run_mitigations(args) -> list[dict]:
     "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
-    from sink_nb.stats import run_stats, train_mitigations
+    from sink_nb.stats import compare_runs, train_mitigations
+    _check_mitigations_out(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    try: runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
-    except (FileExistsError, PermissionError, ValueError) as e: raise SystemExit(f"sink-nb mitigations: {e}") from None
-    rows = [run_stats(r) for r in runs]
+    try:
+        runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
+        rows = compare_runs(runs)
+    except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb mitigations: {e}") from None
     table = _report(rows, args.out / 'mitigations.svg', args.out / 'mitigations.json',
                     f'Sink mitigations on the demo task, {args.steps} steps, mean of {args.seeds} seed(s)')
     command = (f"sink-nb mitigations --steps {args.steps} --seeds {args.seeds} --jobs {args.jobs} "
@@ -410,7 +434,8 @@ def run_mitigations(args) -> list[dict]:
 def _compare_parser(sub):
     c = sub.add_parser('compare', help='loss, Sink at several eps, outliers and int8 cost of trained runs, per variant',
                        description='Statistics of run folders written by `sink-nb train` (mean ± sd over seeds).')
-    c.add_argument('runs', nargs='+', type=Path, help='run folders; NAME/seedK or NAME-seedK folders are seeds of NAME')
+    c.add_argument('runs', nargs='+', type=Path, 
+                   help='run folders; runs of the same settings but the seed are seeds of one variant')
     c.add_argument('--eps', type=_eps, nargs='+', default=[0.1, 0.3, 0.5], help='sink thresholds (default 0.1 0.3 0.5)')
     c.add_argument('--chart', type=_output_file, help='write Sink_1 and val loss vs step (SVG) here')
     c.add_argument('--json', type=_output_file, help='write the rows and the summary here')
@@ -426,29 +451,38 @@ def _mitigations_parser(sub):
     names = _mitigation_names()
     m = sub.add_parser('mitigations', help='train every sink mitigation on the demo task and compare them',
                        description='Train demo-NAME for each mitigation and seed, then print and chart the comparison. '
-                                   'Replaces earlier runs in OUT/NAME/seedK; a folder holding other files is refused.')
+                                   'Replaces earlier runs in OUT/NAME/seedK (only what sink_nb wrote); an OUT '
+                                   'holding other files is refused before any training.')
     m.add_argument('--out', type=Path, default=Path('runs/mitigations'), help='folder for the runs and the reports')
-    m.add_argument('--steps', type=_int_at_least(50), default=600, help='optimiser steps per run (default 600)')
+    m.add_argument('--steps', type=_int_at_least(50), default=600, 
+                   help='optimiser steps per run, at least 50 (default 600)')
     m.add_argument('--seeds', type=_int_at_least(1), default=3, help='seeds per mitigation (default 3)')
     m.add_argument('--jobs', type=_int_at_least(1), default=2, help='runs trained at once (default 2)')
     m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
                    help=f"a subset: {', '.join(names)}")
 
 # %% ../nbs/08_cli.ipynb #77c9b74a
+def _run_tokens(args):
+    "(model, token ids) of a sink_nb run folder: its last good checkpoint, on the validation batches kept with it."
+    from sink_nb.runs import Run
+    run = Run(args.model)
+    if args.positions == 'original':
+        raise ValueError("--positions original does not apply to a sink_nb run folder: a SinkLM keeps no KV cache, so "
+                         "each kept window is computed again at positions 0, 1, ... (cache positions)")
+    (model, step), cfg = run.model(), run.config
+    if args.T > cfg.model.block_size:
+        raise ValueError(f"`T` = {args.T} is beyond the model's {cfg.model.block_size} positions; use T <= "
+                         f"{cfg.model.block_size}")
+    ids = run.eval_set().val.flatten()                                  # the validation rows, one after another
+    if len(ids) < args.T: raise ValueError(f"the run keeps {len(ids)} validation tokens; use T <= {len(ids)}")
+    print(f"{run.path}: checkpoint step {step}, {args.T} tokens of its validation data")
+    return model, ids[:args.T]
+
 def _stream_inputs(args):
     "(model, token ids) for a transformers model on built-in text, or for a run folder on its validation data."
-    import torch
+    from sink_nb.runs import Run
     from sink_nb.stream import load_causal_lm, long_ids
-    if Path(args.model).is_dir() and (Path(args.model) / 'config.yaml').exists():
-        from sink_nb.stats import load_run
-        from sink_nb.train import prepare_data
-        model, model_cfg, cfg = load_run(args.model)
-        if args.T > model_cfg.block_size:
-            raise ValueError(f"`T` = {args.T} is beyond the model's {model_cfg.block_size} positions; use T <= "
-                             f"{model_cfg.block_size}")
-        val = prepare_data(cfg, model_cfg).val
-        ids = torch.cat([val.batch(i, 1)[0] for i in range(math.ceil(args.T / val.T))])[:args.T]
-        return model, ids
+    if str(args.model).strip() and Path(args.model).is_dir() and Run(args.model).is_run: return _run_tokens(args)
     model, tok = load_causal_lm(args.model)
     return model, long_ids(tok, args.T)
 
@@ -457,7 +491,7 @@ def run_stream(args) -> dict:
     from sink_nb.stream import perplexity_by_position, stream_study
     try:
         model, ids = _stream_inputs(args)
-        curves = stream_study(model, ids, args.window, args.sinks, args.policies, args.positions, args.every,
+        curves = stream_study(model, ids, args.window, args.sinks, args.policies, args.positions or 'cache', args.every,
                               progress=not args.quiet)
     except (ValueError, FileNotFoundError) as e: raise SystemExit(f"sink-nb stream: {e}") from None
     rows = perplexity_by_position(curves, args.bins)
@@ -484,8 +518,8 @@ def _stream_parser(sub):
                                                                      '(default 4)')
     s.add_argument('--policies', nargs='+', choices=('dense', 'window', 'sinks', 'recompute'),
                    default=['dense', 'window', 'sinks', 'recompute'])
-    s.add_argument('--positions', choices=('cache', 'original'), default='cache',
-                   help='RoPE position of a kept key: its place in the cache or in the text')
+    s.add_argument('--positions', choices=('cache', 'original'),
+                   help='RoPE position of a kept key: its place in the cache (default) or in the text')
     s.add_argument('--every', type=_int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')
     s.add_argument('--bins', type=_int_at_least(1), default=8, help='position spans in the table (default 8)')
     s.add_argument('--chart', type=_output_file, help='write perplexity vs position (SVG) here')

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
 from .metrics import _HEAD_STATS, HEAD_LABELS, SinkResult
+from .runs import Run
 
 # %% auto #0
 __all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'pattern_from_model',
@@ -416,21 +417,25 @@ def _repr_mimebundle_(self:SinkExplorer, **kwargs):
     return data | {'image/svg+xml': to_svg(self.static())}
 
 # %% ../nbs/07_explore.ipynb #822f1cb5
-def runs_frame(run_dirs) -> pd.DataFrame:   # run directories (or one)
+def _labels(runs:list[Run]) -> list[str]:
+    "Folder names, with as many parent folders as it takes to tell the runs apart."
+    for depth in range(1, 8):
+        labels = ['/'.join(r.path.parts[-depth:]) for r in runs]
+        if len(set(labels)) == len(labels): return labels
+    return [str(r.path) for r in runs]
+
+def runs_frame(run_dirs) -> pd.DataFrame:   # run folders (or one)
     "Long table of the runs' evaluations: run, step, tokens, metric ('loss', 'val_loss', 'Sink_k', 'Sink*'), value."
-    dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
+    one = isinstance(run_dirs, (str, Path, Run))
+    runs = list(dict.fromkeys(Run(d) for d in ([run_dirs] if one else run_dirs)))
     rows = []
-    for d in dirs:
-        if not (d / 'metrics.jsonl').is_file():
-            raise ValueError(f"`run_dirs`: {d} has no metrics.jsonl; pass directories written by train()")
-        for line in (d / 'metrics.jsonl').read_text().splitlines():
-            rec = json.loads(line) if line.strip() else {}
-            if 'step' not in rec or 'event' in rec: continue
-            vals = {m: rec.get(m) for m in ('loss', 'val_loss')}
-            vals |= {f'Sink_{k}': v for k, v in (rec.get('sink') or {}).items()}
-            if rec.get('sink_star') is not None: vals['Sink*'] = rec['sink_star']
-            rows += [dict(run=d.name, step=rec['step'], tokens=rec.get('tokens'), metric=m, value=v)
-                     for m, v in vals.items() if v is not None]
+    for run, label in zip(runs, _labels(runs)):
+        if not run.has_log: raise ValueError(f"`run_dirs`: {run.path} has no evaluations logged; pass folders written "
+                                             "by train()")
+        for e in run.metrics():
+            vals = dict(loss=e.loss, val_loss=e.val_loss) | {f'Sink_{k}': v for k, v in e.sink.items()}
+            rows += [dict(run=label, step=e.step, tokens=e.tokens, metric=m, value=v)
+                     for m, v in (vals | {'Sink*': e.sink_star}).items() if v is not None]
     return pd.DataFrame(rows, columns=['run', 'step', 'tokens', 'metric', 'value'])
 
 # %% ../nbs/07_explore.ipynb #dbf36a66
@@ -458,7 +463,7 @@ class RunExplorer(W.VBox):
     def __init__(self, run_dirs, offline:bool=True):
         super().__init__()
         self.frame = runs_frame(run_dirs)
-        if self.frame.empty: raise ValueError("`run_dirs` hold no evaluations yet (metrics.jsonl is empty)")
+        if self.frame.empty: raise ValueError("`run_dirs` hold no evaluations yet (their logs are empty)")
         if offline: alt.JupyterChart.enable_offline()
         names, sinks = sorted(set(self.frame.run)), sorted(set(self.frame.metric) - {'loss', 'val_loss'})
         self.runs = W.SelectMultiple(options=names, value=names, description='runs', rows=min(6, len(names)))

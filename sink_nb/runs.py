@@ -114,6 +114,7 @@ class Run:
     def __repr__(self): return f"Run('{self.path}'): {self.status}"
     name = property(lambda self: self.path.name)
     is_run = property(lambda self: (self.path / self.CONFIG).is_file())
+    has_log = property(lambda self: (self.path / self.METRICS).is_file())
 
 # %% ../nbs/05_runs.ipynb #79613d0a
 class RunConfig(NamedTuple):
@@ -153,9 +154,10 @@ def config(self:Run) -> RunConfig:
 # %% ../nbs/05_runs.ipynb #6027e2f3
 @patch
 def settings(self:Run, without=()) -> dict:
-    "The settings that decide the run's numbers, flat ('model.n_layer': 2, ...): runtime-only fields and `without` aside."
+    "The settings that decide the run's numbers, flat ('model.n_layer': 2, ...), but runtime-only ones and `without`."
     cfg = self.config
-    flat = {f'model.{k}': v for k, v in asdict(cfg.model).items()} | {f'train.{k}': v for k, v in asdict(cfg.train).items()}
+    flat = {f'{section}.{k}': v for section, c in (('model', cfg.model), ('train', cfg.train))
+            for k, v in asdict(c).items()}
     return {k: v for k, v in flat.items() if k.split('.', 1)[1] not in RUNTIME_ONLY | set(without)}
 
 @patch
@@ -189,7 +191,8 @@ def _number(x, name:str, lo:float=-math.inf, hi:float=math.inf, optional:bool=Fa
     return float(x)
 
 def _count(x, name:str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < 0: raise ValueError(f"`{name}` must be an integer >= 0, got {x!r}")
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise ValueError(f"`{name}` must be an integer >= 0, got {x!r}")
     return x
 
 def parse_record(rec) -> Evaluation|Event:
@@ -300,15 +303,17 @@ def eval_set(self:Run) -> EvalSet:
         raise FileNotFoundError(f"{self.path} keeps no evaluation data ({self.EVAL}): it was written by an older "
                                 "sink_nb; give the data to measure it on explicitly (`data=`)")
     try: tree = load_tree(path)
-    except (OSError, ValueError, KeyError, SafetensorError) as e: raise ValueError(f"{path} is damaged ({type(e).__name__}: {e})") from None
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
+        raise ValueError(f"{path} is damaged ({type(e).__name__}: {e})") from None
     evals = EvalSet(tree['val'].long(), tree['probe'].long(), tree.get('info') or {})
-    if evals.digest() != tree.get('sha256'): raise ValueError(f"{path} is damaged: its tokens do not match their checksum")
+    if evals.digest() != tree.get('sha256'):
+        raise ValueError(f"{path} is damaged: its tokens do not match their checksum")
     return evals
 
 # %% ../nbs/05_runs.ipynb #f4dac351
 @patch
 def result(self:Run, step:int|None=None) -> SinkResult:
-    "α on the run's probe at checkpoint `step` (default: the newest good one): saved if its stamp matches, else measured."
+    "α on the run's probe at checkpoint `step` (default: the newest good one): saved if its stamp fits, else measured."
     model, step = self.model(step)
     stamp = dict(step=step, config=self.fingerprint())
     try:
@@ -380,7 +385,7 @@ def _record(self:Run, name:str):
 
 @patch
 def _write(self:Run, name:str, write):
-    "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file; a full disk is named."
+    "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file whole."
     self._record(name)
     tmp = self.path / f'.{name}.tmp'
     try: write(tmp); os.replace(tmp, self.path / name)
@@ -396,7 +401,8 @@ def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
     "Entries of checkpoints/ that a run does not write: other names, symlinks, other files in a step folder."
     out = []
     for d in sorted(ckpts.iterdir()):
-        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name): out.append(d.name); continue
+        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
+            out.append(d.name); continue
         out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
                 if f.is_symlink() or not f.is_file() or f.name not in _CHECKPOINT_FILES]
     return out
@@ -454,7 +460,8 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
             probe.write_text('ok'); probe.unlink()
     except OSError as e:
         if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS): raise
-        raise PermissionError(f"{self.path} is not writable ({e.strerror}); a run writes its checkpoints there") from None
+        raise PermissionError(f"{self.path} is not writable ({e.strerror}); a run writes its checkpoints "
+                              "there") from None
 
 # %% ../nbs/05_runs.ipynb #96714fd5
 def process_alive(pid:int) -> bool:

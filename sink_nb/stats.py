@@ -4,25 +4,24 @@
 
 # %% ../nbs/05_stats.ipynb #94395b51
 from __future__ import annotations
-import re
+import json, warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
-import yaml
 
 from .checks import check_int
 from .metrics import SinkResult
-from .model import SinkConfig, SinkLM
-from .runs import latest_good_checkpoint, read_metrics
-from .train import TrainConfig, evaluate, load_run_config, prepare_data, train
+from .model import SinkConfig, SinkLM, measure_model
+from .runs import EvalSet, Evaluation, Run, TrainConfig
+from .train import RunData, eval_set, evaluate, load_run_config, train
 
 # %% auto #0
 __all__ = ['MITIGATIONS', 'STAT_COLUMNS', 'mitigation_config', 'load_run', 'sink_at', 'first_step_above', 'residual_outliers',
            'quantise_int8', 'fake_int8', 'quantisation_cost', 'variant_of', 'run_stats', 'summarise', 'stats_table',
-           'train_mitigations']
+           'variant_labels', 'compare_runs', 'train_mitigations']
 
 # %% ../nbs/05_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -47,15 +46,9 @@ def mitigation_config(name:str, scale:str='demo') -> str:
 # %% ../nbs/05_stats.ipynb #4f382946
 def load_run(run_dir) -> tuple[SinkLM, SinkConfig, TrainConfig]:
     "The model of a run folder's last good checkpoint (eval mode, CPU), with its model and run configs."
-    run_dir = Path(run_dir)
-    if not (run_dir / 'config.yaml').exists(): raise FileNotFoundError(f"{run_dir} is not a run folder: no config.yaml")
-    raw = yaml.safe_load((run_dir / 'config.yaml').read_text())
-    model_cfg, cfg = SinkConfig(**raw['model']), TrainConfig(**raw['train'])
-    ckpt = latest_good_checkpoint(run_dir)
-    if ckpt is None: raise FileNotFoundError(f"{run_dir} holds no complete checkpoint")
-    model = SinkLM(model_cfg)
-    model.load_state_dict(ckpt['model'])
-    return model.eval(), model_cfg, cfg
+    run = Run(run_dir)
+    cfg, (model, _) = run.config, run.model()
+    return model, cfg.model, cfg.train
 
 # %% ../nbs/05_stats.ipynb #e7da615c
 def sink_at(result:SinkResult, eps=(0.1, 0.3, 0.5)) -> dict:
@@ -64,9 +57,9 @@ def sink_at(result:SinkResult, eps=(0.1, 0.3, 0.5)) -> dict:
     if result.n_slots: out |= {f'sink*@{e}': round(float(result.slot_rate(e)), 2) for e in eps}
     return out
 
-def first_step_above(records:list[dict], threshold:float=10.0) -> int|None:
+def first_step_above(records:list[Evaluation], threshold:float=10.0) -> int|None:
     "The first evaluated step whose Sink_1 (%) is above `threshold`; None if none is."
-    return next((r['step'] for r in records if 'sink' in r and r['sink']['1'] > threshold), None)
+    return next((r.step for r in records if r.sink.get(1, 0.0) > threshold), None)
 
 # %% ../nbs/05_stats.ipynb #9816bf3f
 @torch.no_grad()
@@ -101,62 +94,103 @@ def fake_int8(model:nn.Module):
         for h in hooks: h.remove()
 
 # %% ../nbs/05_stats.ipynb #7c8e7699
-def _val_loss(model:SinkLM, data, cfg:TrainConfig) -> float:
+def _val_loss(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig) -> float:
     return evaluate(model, data, cfg, torch.device('cpu'), nullcontext())['val_loss']
 
-def quantisation_cost(model:SinkLM, data, cfg:TrainConfig) -> tuple[float, float]:
-    "Validation loss in full precision and its increase under `fake_int8`."
+def quantisation_cost(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig) -> tuple[float, float]:
+    "Validation loss in full precision and its increase under `fake_int8`, on `data` (a run's EvalSet)."
     loss = _val_loss(model, data, cfg)
     with fake_int8(model): quantised = _val_loss(model, data, cfg)
     return loss, quantised - loss
 
 # %% ../nbs/05_stats.ipynb #729c7727
 def variant_of(run_dir) -> str:
-    "`runs/gate/seed2` -> 'gate'; `runs/gate-seed2` -> 'gate'; `runs/gate` -> 'gate'."
-    run_dir = Path(run_dir)
-    if re.fullmatch(r'seed\d+', run_dir.name): return run_dir.parent.name
-    return re.sub(r'[-_]seed\d+$', '', run_dir.name)
+    "The run's variant as its settings name it (the model's name); the folder's name plays no part."
+    return Run(run_dir).config.model.name
 
-def run_stats(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_samples:int=16) -> dict:
-    "One row: the statistics that decide whether a mitigation is worth it, for the run in `run_dir`."
-    run_dir = Path(run_dir)
-    model, model_cfg, cfg = load_run(run_dir)
-    data = prepare_data(cfg, model_cfg)
-    loss, cost = quantisation_cost(model, data, cfg)
-    outliers = residual_outliers(model, data.probe[:check_int(outlier_samples, 'outlier_samples', 1)])
-    records = read_metrics(run_dir / 'metrics.jsonl')
-    return dict(variant=variant_of(run_dir), seed=cfg.seed, run=str(run_dir),
-                steps=records[-1]['step'] if records else 0, val_loss=round(loss, 4),
-                **sink_at(SinkResult.load(run_dir / 'result.safetensors'), eps),
+def run_stats(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_samples:int=16,
+              data:RunData|None=None) -> dict:   # data: measure on these instead of the run's own evaluation data
+    "One row: the statistics that decide whether a mitigation is worth it, at the run's last good checkpoint."
+    run = Run(run_dir); cfg = run.config
+    model, step = run.model()
+    evals = run.eval_set() if data is None else eval_set(data, cfg.train, cfg.model.vocab_size)
+    loss, cost = quantisation_cost(model, evals, cfg.train)
+    outliers = residual_outliers(model, evals.probe[:check_int(outlier_samples, 'outlier_samples', 1)])
+    result = run.result(step) if data is None else measure_model(model, evals.probe, activations=False)
+    records = run.metrics()
+    return dict(variant=cfg.model.name, variant_key=run.fingerprint(without=('seed',)), seed=cfg.train.seed,
+                run=str(run.path), step=step, status=run.status, val_loss=round(loss, 4), **sink_at(result, eps),
                 first_step_above_10=first_step_above(records, threshold), kurtosis=max(outliers['kurtosis']),
                 max_abs=max(outliers['max_abs']), int8_dloss=round(cost, 4),
-                curve=[(r['step'], r['sink']['1'], r['val_loss']) for r in records if 'sink' in r])
+                curve=[(r.step, r.sink[1], r.val_loss) for r in records])
 
 # %% ../nbs/05_stats.ipynb #b2066322
 STAT_COLUMNS = ('val_loss', 'sink1@0.1', 'sink1@0.3', 'sink1@0.5', 'sink*@0.3', 'first_step_above_10', 'kurtosis',
                 'max_abs', 'int8_dloss')
 
+def _check_seeds(group:list[dict]):
+    "An error when two rows of one variant share a seed: the same experiment run twice is not two seeds."
+    seen = {}
+    for r in group:
+        if (other := seen.setdefault(r.get('seed'), r)) is not r:
+            raise ValueError(f"{other.get('run', '?')} and {r.get('run', '?')} are the same variant with the same seed "
+                             f"({r.get('seed')}): one experiment run twice, not two seeds; keep one of them")
+
 def summarise(rows:list[dict]) -> dict[str, dict]:
-    "variant -> {'n': seeds, column: (mean, sd) or None where no run of the variant has it}."
-    out = {}
-    for v in dict.fromkeys(r['variant'] for r in rows):
-        group = [r for r in rows if r['variant'] == v]
-        out[v] = dict(n=len(group))
+    "variant -> {'n': seeds, 'steps': [...], column: (mean, sd) or None where no run of the variant has it}."
+    out, groups = {}, {}
+    for r in rows: groups.setdefault(r.get('variant_key', r['variant']), []).append(r)
+    for group in groups.values():
+        _check_seeds(group)
+        steps = sorted({r.get('step') for r in group} - {None})
+        s = out.setdefault(group[0]['variant'], dict(n=len(group), steps=steps))
         for c in STAT_COLUMNS:
             vals = [r[c] for r in group if r.get(c) is not None]
-            out[v][c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0) if vals else None
+            s[c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0) if vals else None
     return out
 
 def _cell(x, digits:int) -> str:
     return '-' if x is None else f'{x[0]:.{digits}f} ± {x[1]:.{digits}f}'
 
 def stats_table(rows:list[dict]) -> str:
-    "A fixed-width table of `summarise(rows)`, one line per variant."
-    digits = dict(val_loss=3, int8_dloss=3, kurtosis=1, max_abs=1, first_step_above_10=0)
-    head = f"{'variant':<12} {'n':>2} " + ' '.join(f'{c:>16}' for c in STAT_COLUMNS)
-    lines = [head] + [f"{v:<12} {s['n']:>2} " + ' '.join(f'{_cell(s[c], digits.get(c, 1)):>16}' for c in STAT_COLUMNS)
-                      for v, s in summarise(rows).items()]
-    return '\n'.join(lines)
+    "A fixed-width table of `summarise(rows)`, one line per variant, with the step its numbers were measured at."
+    digits, summary = dict(val_loss=3, int8_dloss=3, kurtosis=1, max_abs=1, first_step_above_10=0), summarise(rows)
+    w = max([12] + [len(v) for v in summary])
+    step = lambda s: '-'.join(map(str, sorted({s['steps'][0], s['steps'][-1]}))) if s['steps'] else '-'
+    head = f"{'variant':<{w}} {'n':>2} {'step':>9} " + ' '.join(f'{c:>16}' for c in STAT_COLUMNS)
+    return '\n'.join([head] + [f"{v:<{w}} {s['n']:>2} {step(s):>9} "
+                               + ' '.join(f'{_cell(s[c], digits.get(c, 1)):>16}' for c in STAT_COLUMNS)
+                               for v, s in summary.items()])
+
+# %% ../nbs/05_stats.ipynb #60f8af46
+def variant_labels(runs:list[Run]) -> dict[Run, str]:
+    "Each run's variant label: its model's name, and the settings that set it apart where one name has several."
+    keys = {r: r.fingerprint(without=('seed',)) for r in runs}
+    by_name, labels = {}, {}
+    for r in runs: by_name.setdefault(r.config.model.name, {}).setdefault(keys[r], r.settings(without=('seed',)))
+    for name, variants in by_name.items():
+        differ = sorted({f for s in variants.values() for f in s
+                         if len({json.dumps(t.get(f), default=str) for t in variants.values()}) > 1})
+        for key, s in variants.items():
+            shown = ', '.join(f"{f.split('.', 1)[1]}={s.get(f)}" for f in differ[:3]) + ' ...' * (len(differ) > 3)
+            labels[key] = f'{name} ({shown})' if len(variants) > 1 else name
+    if len(set(labels.values())) < len(labels): labels = {k: f'{v} #{k[:6]}' for k, v in labels.items()}
+    return {r: labels[keys[r]] for r in runs}
+
+# %% ../nbs/05_stats.ipynb #52a5a1bd
+def compare_runs(run_dirs, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_samples:int=16) -> list[dict]:
+    "`run_stats` of each run once, variants by settings and labelled apart; an error for one seed given twice."
+    given = list(run_dirs)
+    runs = list(dict.fromkeys(Run(d) for d in given))
+    if len(runs) < len(given):
+        warnings.warn(f"{len(given) - len(runs)} of the {len(given)} folders given are a run given already (the same "
+                      "folder by another path); each run counts once", stacklevel=2)
+    for r in runs:
+        if not r.is_run: raise FileNotFoundError(f"{r.path} is not a run folder (no settings saved in it)")
+    rows, labels = [run_stats(r, eps, threshold, outlier_samples) for r in runs], variant_labels(runs)
+    for row, r in zip(rows, runs): row['variant'] = labels[r]
+    summarise(rows)                                         # refuses one seed twice before anything is shown
+    return rows
 
 # %% ../nbs/05_stats.ipynb #0fd0c748
 def _train_one(name:str, seed:int, steps:int, out:str, threads:int) -> str:
@@ -169,7 +203,12 @@ def _train_one(name:str, seed:int, steps:int, out:str, threads:int) -> str:
 def train_mitigations(out, names=tuple(MITIGATIONS), seeds=(0,), steps:int=600, jobs:int=2) -> list[Path]:
     "Train demo-NAME for every name and seed into out/NAME/seedK, `jobs` processes at a time; the run folders."
     import multiprocessing as mp, os
+    names, seeds = list(names), list(seeds)
     for n in names: mitigation_config(n)
+    for what, items in (('names', names), ('seeds', seeds)):
+        if twice := sorted({str(x) for x in items if items.count(x) > 1}):
+            raise ValueError(f"`{what}` lists {', '.join(twice)} more than once: each would be trained and counted "
+                             "twice")
     check_int(steps, 'steps', 1); check_int(jobs, 'jobs', 1)
     tasks = [(n, s) for n in names for s in seeds]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)

@@ -235,8 +235,8 @@ def _restore(run:_TrainState, cfg:TrainConfig, ckpt:dict|None):
         return
     state = ckpt['state']
     if state['step'] > cfg.steps:
-        raise ValueError(f"{run.folder.path} is at step {state['step']} (its last good checkpoint); `steps`={cfg.steps} "
-                         f"is behind it: resume with steps >= {state['step']}")
+        raise ValueError(f"{run.folder.path} is at step {state['step']} (its last good checkpoint); "
+                         f"`steps`={cfg.steps} is behind it: resume with steps >= {state['step']}")
     _load_states(run.model, run.wrapped, run.optimizer, ckpt, cfg, run.dist); set_rng_state(ckpt['rng'])
     run.step, run.position, run.tokens, run.running = (state[k] for k in ('step', 'position', 'tokens', 'running'))
     run.started -= state.get('elapsed', 0.0)
@@ -455,16 +455,18 @@ def _build(raw:dict) -> tuple[SinkConfig, TrainConfig]:
 def load_run_config(name_or_path:str, overrides:list[str]|dict|None=None) -> tuple[SinkConfig, TrainConfig, dict]:
     "Model config, run config and the paper's numbers (description, sources) of a shipped experiment or a YAML file."
     raw = _read_config(name_or_path)
-    items = list(overrides.items()) if isinstance(overrides, dict) else [o.split('=', 1) for o in overrides or []]
+    if isinstance(overrides, (str, bytes)):
+        raise ValueError(f"`overrides` must be a list of key=value or a dict, got {overrides!r}")
+    items = list(overrides.items()) if isinstance(overrides, dict) else [str(o).split('=', 1) for o in overrides or []]
+    for item in items:
+        if len(item) != 2 or not str(item[0]).strip():
+            raise ValueError(f"overrides must look like key=value, got {'='.join(map(str, item))!r}")
     scale = [v for k, v in items if k == 'scale']
     if scale:
         check_choice(scale[-1], 'scale', ('paper', 'cpu'))
         if scale[-1] == 'cpu': raw = scale_to_cpu(raw)
         items = [item for item in items if item[0] != 'scale']
-    for item in items:
-        if len(item) != 2 or not item[0]:
-            raise ValueError(f"overrides must look like key=value, got {'='.join(map(str, item))!r}")
-        _override(raw, *item)
+    for item in items: _override(raw, *item)
     model_cfg, train_cfg = _build(raw)
     return model_cfg, train_cfg, (raw.get('paper') or {}) | dict(description=raw.get('description', ''),
                                                                  sources=raw.get('sources') or {},
