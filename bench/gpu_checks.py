@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from sink_nb.attention import BACKENDS, AttentionSpec, attend, unsupported_reason
 from sink_nb.model import SinkConfig, SinkLM
-from sink_nb.runs import read_metrics
+from sink_nb.runs import Run
 from sink_nb.train import TrainConfig, train
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
@@ -69,7 +69,7 @@ def run(preset, dtype, compile, steps, T, batch, out, seed=0) -> dict:
     return dict(preset=preset, dtype=dtype, compile=compile, seed=seed, steps=steps, T=T, batch=batch,
                 flops_per_token=flops_per_token(model_cfg, T),
                 tokens_per_s=(len(stamps) - 3) * batch * T / seconds if len(stamps) > 3 else None,
-                losses=[(r['step'], r['val_loss']) for r in read_metrics(f'{out}/metrics.jsonl') if 'val_loss' in r])
+                losses=[(r.step, r.val_loss) for r in Run(out).metrics()])
 
 
 def main():

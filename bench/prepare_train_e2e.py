@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from data_prepare import TreePss, build_corpus, smollm2_gguf                      # noqa: E402
+from sink_nb.runs import Run                                                       # noqa: E402
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
@@ -46,7 +47,7 @@ def main():
                    f"vocab_size={meta['vocab_size']}", f'preset={args.preset}', f'seq_len={args.seq_len}',
                    f'steps={args.steps}', 'batch_size=8', 'micro_batch=8', f'eval_every={args.steps // 2}', 'eval_batches=2',
                    f'checkpoint_every={args.steps // 2}', 'probe_n=16', 'progress=false', f'out_dir={run}'])
-    metrics = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
+    metrics = Run(run).metrics()
     lines = [f"sink-nb prepare + train --config 60m-default on {counts['text_bytes'] / 1e9:.2f} GB of text, CPU",
              f"machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
              f"python {platform.python_version()}",
@@ -56,7 +57,7 @@ def main():
              f"{meta['parts']['train']['n_tokens'] / prep['seconds'] / 1e6:.2f} Mtok/s, peak PSS {prep['peak_pss_mib']} MiB",
              f"train: preset {args.preset}, T={args.seq_len}, {args.steps} steps of 8 blocks in {train['seconds']} s, "
              f"peak PSS {train['peak_pss_mib']} MiB",
-             *(f"  step {m['step']}: val loss {m['val_loss']:.3f}" for m in metrics if 'val_loss' in m),
+             *(f"  step {m.step}: val loss {m.val_loss:.3f}" for m in metrics),
              *('  ' + l for l in train['tail'])]
     report = '\n'.join(lines)
     print(report)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'save_checkpoint', 'list_checkpoints',
-           'load_checkpoint', 'latest_good_checkpoint']
+__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'save_checkpoint',
+           'list_checkpoints', 'load_checkpoint', 'latest_good_checkpoint']
 
 # %% ../nbs/05_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -72,6 +73,10 @@ def human_size(n:float) -> str:
         n /= 1024
     return f'{n:.1f} TiB'
 
+def is_disk_full(e:Exception) -> bool:
+    "Is `e` a full disk? An OSError ENOSPC, or safetensors' own error wrapping one."
+    return getattr(e, 'errno', None) == errno.ENOSPC or 'os error 28' in str(e)
+
 def _sha256(path:Path) -> str:
     h = hashlib.sha256()
     with open(path, 'rb') as f:
@@ -90,19 +95,19 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; prune old ones."
     from safetensors.torch import save_file
     ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
+    model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
+    ckpts.mkdir(parents=True, exist_ok=True); _check_space(ckpts, list(model_state.values()) * 3)   # + Adam's moments
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     try:
-        model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
-        _check_space(ckpts, list(model_state.values()) * 3)                        # weights, and Adam's two moments
         save_file(model_state, str(tmp / 'model.safetensors'))
         save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
         files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
         (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
-    except OSError as e:
+    except (OSError, SafetensorError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        if e.errno == errno.ENOSPC:
-            raise OSError(errno.ENOSPC,
-                          f"disk full while writing checkpoint step-{step} in {ckpts}: {e.strerror}") from None
+        if is_disk_full(e):
+            raise OSError(errno.ENOSPC, f"disk full while writing checkpoint step-{step} in {ckpts}; the last "
+                                        "complete checkpoint is kept") from None
         raise
     shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
     for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checkpoints import latest_good_checkpoint, list_checkpoints, load_checkpoint, load_tree, save_tree
+from .checkpoints import is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint, load_tree, save_tree
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields)
@@ -389,9 +389,9 @@ def _write(self:Run, name:str, write):
     self._record(name)
     tmp = self.path / f'.{name}.tmp'
     try: write(tmp); os.replace(tmp, self.path / name)
-    except OSError as e:
+    except (OSError, SafetensorError) as e:
         tmp.unlink(missing_ok=True)
-        if e.errno == errno.ENOSPC: raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
+        if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
         raise
 
 # %% ../nbs/05_runs.ipynb #9f9174e4
@@ -543,7 +543,7 @@ def log(self:Run, record:dict):
     try:
         with open(self.path / self.METRICS, 'a') as f: f.write(json.dumps(record) + '\n')
     except OSError as e:
-        if e.errno == errno.ENOSPC: raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
+        if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
         raise
 
 @patch

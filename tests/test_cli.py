@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from sink_nb.runs import Run
+
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
 
@@ -30,7 +32,9 @@ def test_demo_trains_both_variants_in_two_processes_and_a_sink_emerges_in_softma
     assert sig['sink_rate'] < 5, sig                                                   # sigmoid lets go of the first token
     assert abs(soft['val_loss'] - sig['val_loss']) < 0.05                              # same task, same loss
     for variant in summary:
-        assert (tmp_path / variant / 'metrics.jsonl').exists() and (tmp_path / variant / 'result.safetensors').exists()
+        folder = Run(tmp_path / variant)                                               # the final result: fresh, same Sink_1
+        assert folder.status == 'complete at step 400', folder.status
+        assert folder.result().rate() == pytest.approx(summary[variant]['sink_rate'], abs=1e-3)
     svg = (tmp_path / 'sink_rate.svg').read_text()
     assert svg.count('<polyline') == 4 and 'validation loss' in svg                   # Sink_1 and loss, both variants
     again = run('demo', '--steps', '50', '--out', tmp_path, '--quiet', '--jobs', '1')  # a second demo replaces the first
@@ -54,8 +58,8 @@ def test_train_a_shipped_config_with_overrides(tmp_path):
               'progress=false', 'corpus_args={n: 2000}', 'lr=3e-3', 'min_lr=3e-4')
     assert out.returncode == 0, out.stderr
     assert 'Sink_1 =' in out.stdout
-    lines = [json.loads(l) for l in (tmp_path / 'r' / 'metrics.jsonl').read_text().splitlines()]
-    assert [l['step'] for l in lines] == [0, 10, 20] and lines[1]['lr'] > 0
+    lines = Run(tmp_path / 'r').metrics()
+    assert [l.step for l in lines] == [0, 10, 20] and lines[1].lr > 0
 
 
 def test_train_list_and_help_say_what_each_config_and_key_is():

@@ -2,9 +2,10 @@
 checkpoint, two runs on one folder, a planted pickle. Each case failed (silently or with a crash) before run folders
 were made trustworthy; each must now recover exactly or refuse with a clear message."""
 import json, os, pickle, signal, subprocess, sys, time
-from pathlib import Path
 
 import pytest
+
+from sink_nb.runs import Run
 
 JOB = """
 import sys, time
@@ -18,12 +19,8 @@ train(model, cfg, callbacks=[lambda step, m, loss: time.sleep(delay)])
 """
 
 
-def metrics(run_dir):
-    return [json.loads(l) for l in (Path(run_dir) / 'metrics.jsonl').read_text().splitlines() if l.strip()]
-
-
 def curve(run_dir):
-    return [(m['step'], m['loss'], m['val_loss'], m['sink']) for m in metrics(run_dir) if 'val_loss' in m]
+    return [(e.step, e.loss, e.val_loss, e.sink) for e in Run(run_dir).metrics()]
 
 
 @pytest.fixture(scope='module')
@@ -61,7 +58,7 @@ def test_kill_9_during_a_checkpoint_write_then_resume(job, reference, tmp_path):
 def test_a_torn_metrics_line_is_dropped_on_resume(job, reference, tmp_path):
     out = tmp_path / 'run'
     assert run_job(job, out).returncode == 0
-    with open(out / 'metrics.jsonl', 'a') as f: f.write('{"step": 31, "loss": 1.2, "val_lo')   # a disk filled mid-append
+    with open(out / Run.METRICS, 'a') as f: f.write('{"step": 31, "loss": 1.2, "val_lo')   # a disk filled mid-append
     res = run_job(job, out, resume=True)
     assert res.returncode == 0, res.stderr
     assert 'torn' in res.stderr
@@ -96,7 +93,7 @@ def test_two_runs_on_one_folder_the_second_is_refused(job, tmp_path):
     first.kill(); first.wait()
     third = run_job(job, out, resume=True)                                         # the dead owner's lock is taken over
     assert third.returncode == 0, third.stderr
-    steps = [m['step'] for m in metrics(out) if 'val_loss' in m]
+    steps = [json.loads(l).get('step') for l in (out / Run.METRICS).read_text().splitlines() if 'val_loss' in l]
     assert steps == sorted(set(steps)), steps                                      # no step logged twice
 
 
@@ -117,7 +114,7 @@ def test_a_planted_pickle_is_never_executed(job, tmp_path):
 def test_a_new_run_into_an_existing_run_folder_is_refused(job, tmp_path):
     out = tmp_path / 'run'
     assert run_job(job, out).returncode == 0
-    before = (out / 'metrics.jsonl').read_text()
+    before = (out / Run.METRICS).read_text()
     res = run_job(job, out)
     assert res.returncode != 0 and 'resume=true' in res.stderr and 'overwrite=true' in res.stderr
-    assert (out / 'metrics.jsonl').read_text() == before                         # nothing was mixed in
+    assert (out / Run.METRICS).read_text() == before                         # nothing was mixed in

@@ -1,12 +1,12 @@
 """Training as processes: kill -9 and resume gives the uninterrupted losses; a 2-process torchrun (gloo, CPU) trains
 and matches one process at equal global batch; every shipped experiment config loads and builds."""
-import json, os, signal, subprocess, sys, time
-from pathlib import Path
+import os, signal, subprocess, sys, time
 
 import pytest
 import torch
 
 from sink_nb.model import SinkLM
+from sink_nb.runs import Run
 from sink_nb.train import list_configs, load_run_config
 
 JOB = """
@@ -22,8 +22,8 @@ train(model, cfg, callbacks=[lambda step, m, loss: time.sleep(delay)])
 
 
 def metrics(run_dir):
-    "The evaluation records of a run (events such as 'resumed' are logged too, and skipped here)."
-    return [r for r in map(json.loads, (Path(run_dir) / 'metrics.jsonl').read_text().splitlines()) if 'val_loss' in r]
+    "The evaluation records of a run, as dicts (events such as 'resumed' are logged too, and skipped here)."
+    return [e._asdict() for e in Run(run_dir).metrics()]
 
 
 @pytest.fixture(scope='module')
