@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_cli.ipynb #5bf64225
 from __future__ import annotations
-import argparse, json, math, os, time
+import argparse, json, os, time
 from pathlib import Path
 
 from . import __version__
@@ -487,21 +487,23 @@ def _stream_inputs(args):
     return model, long_ids(tok, args.T)
 
 def run_stream(args) -> dict:
-    "The `stream` command: perplexity by position under dense, window, sinks and recompute."
-    from sink_nb.stream import perplexity_by_position, stream_study
+    "The `stream` command: perplexity by position under dense, window, sinks and recompute, on shared positions."
+    from sink_nb.stream import check_study_args, perplexity_by_position, perplexity_past_window, stream_study
     try:
+        check_study_args(args.T, args.window, args.sinks, args.policies, args.every, args.positions or 'cache',
+                         bins=args.bins)                                      # before minutes of streaming
         model, ids = _stream_inputs(args)
         curves = stream_study(model, ids, args.window, args.sinks, args.policies, args.positions or 'cache', args.every,
                               progress=not args.quiet)
-    except (ValueError, FileNotFoundError) as e: raise SystemExit(f"sink-nb stream: {e}") from None
-    rows = perplexity_by_position(curves, args.bins)
-    past = {p: round(math.exp(c[args.window:][~c[args.window:].isnan()].mean().item()), 3) for p, c in curves.items()}
-    print(f"{'positions':<14}" + ''.join(f'{p:>12}' for p in args.policies))
-    for r in rows + [dict(first=args.window + 1, last=len(ids) - 1, **past)]:
-        print(f"{r['first']:>5} - {r['last']:<6}" + ''.join(f"{r[p]:>12.3f}" for p in args.policies))
-    print(f"(last line: every position past the window of {args.window}; perplexity, {len(ids)} tokens)")
+        rows, past = perplexity_by_position(curves, args.bins), perplexity_past_window(curves, args.window)
+    except (ValueError, OSError) as e: raise SystemExit(f"sink-nb stream: {e}") from None
+    print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>12}' for p in args.policies))
+    for r in rows + [past]:
+        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>12.3f}" for p in args.policies))
+    print(f"(perplexity, {len(ids)} tokens; each row compares the policies on the same n positions; last line: every "
+          f"position past the window of {args.window})")
     if args.chart:
-        series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows if r[p] is not None] for p in args.policies}
+        series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows] for p in args.policies}
         args.chart.write_text(svg_chart([dict(series=series, ylabel='perplexity')],
                                         title=f'window {args.window}, sinks {args.sinks}', width=640))
     if args.json:

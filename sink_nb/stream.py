@@ -14,8 +14,8 @@ from torch import Tensor
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['POLICIES', 'kept', 'check_stream_args', 'stream_nll', 'stream_study', 'perplexity_by_position', 'long_ids',
-           'load_causal_lm']
+__all__ = ['POLICIES', 'kept', 'check_stream_args', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
+           'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
 # %% ../nbs/06_stream.ipynb #2bd69cfb
 POLICIES = ('dense', 'window', 'sinks', 'recompute')
@@ -29,10 +29,20 @@ def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     return sorted(set(range(min(sinks, t + 1))) | set(range(start, t + 1)))
 
 # %% ../nbs/06_stream.ipynb #8b533e55
+def _check_window(window:int, T:int) -> int:
+    "`window` if at least one predicted position (1..T-1) lies past it: the positions where eviction shows."
+    check_int(window, 'window', 1)
+    if window > T - 2:
+        use = f"1 <= window <= {T - 2}" if T > 2 else f"T >= {window + 2}"
+        raise ValueError(f"`window` = {window} leaves no predicted position past it: a text of `T` = {T} tokens "
+                         f"predicts positions 1..{T - 1} and the window holds them all; use {use}")
+    return window
+
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None):
     "Clear errors for a streaming request; `n_positions` is the model's limit when it has one."
     check_choice(policy, 'policy', POLICIES)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
+    _check_window(window, T)
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
@@ -78,7 +88,7 @@ def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positio
     n_sinks = sinks if policy == 'sinks' else 0
     for t in _steps(len(ids) - 1, f'{policy} (cache)', progress):
         pos = cache.get_seq_length() if positions == 'cache' else t
-        logits = model(ids[t].view(1, 1), past_key_values=cache, use_cache=True,
+        logits = model(ids[t].view(1, 1), cache=cache, use_cache=True,
                        position_ids=torch.tensor([[pos]], device=ids.device)).logits[0, -1]
         out[t] = _nll(logits, ids[t + 1])
         if policy != 'dense': _evict(cache, n_sinks, window - 1, rotary)   # the next token makes `window`
@@ -92,53 +102,114 @@ def _logits_of(model, ids:Tensor) -> Tensor:
 
 # %% ../nbs/06_stream.ipynb #511334d6
 @torch.no_grad()
-def _stream_recomputed(model, ids:Tensor, policy:str, window:int, sinks:int, progress:bool=False) -> Tensor:
+def _stream_recomputed(model, ids:Tensor, policy:str, window:int, sinks:int, progress:bool=False,
+                       every:int=1) -> Tensor:
     "Each prediction from a fresh forward pass over the kept tokens, at positions 0.. (cache positions)."
-    out = torch.empty(len(ids) - 1)
-    for t in _steps(len(ids) - 1, f'{policy} (recomputed)', progress):
+    out = torch.full((len(ids) - 1,), float('nan'))                  # NaN where `every` skips a position
+    for t in _steps(len(ids) - 1, f'{policy} (recomputed)', progress, every):
         out[t] = _nll(_logits_of(model, ids[kept(t, policy, window, sinks)])[-1], ids[t + 1])
     return out
 
 # %% ../nbs/06_stream.ipynb #5e4f69e5
+def _length(ids) -> int:
+    "The number of tokens of `ids`, one sequence of token ids."
+    if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.is_floating_point():
+        raise ValueError(f"`ids` must be a 1-D tensor of token ids, got {getattr(ids, 'shape', type(ids).__name__)}")
+    return len(ids)
+
+def _n_positions(model) -> int|None: return getattr(getattr(model, 'config', None), 'max_position_embeddings', None)
+
 def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=4, positions:str='cache',
                progress:bool=False) -> Tensor:
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."
     check_choice(positions, 'positions', ('cache', 'original'))
-    n_pos = getattr(getattr(model, 'config', None), 'max_position_embeddings', None)
-    check_stream_args(policy, window, sinks, len(ids), n_pos)
+    check_stream_args(policy, window, sinks, _length(ids), _n_positions(model))
     if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
     if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
         return _stream_recomputed(model, ids, policy, window, sinks, progress)
     return _stream_cached(model, ids, policy, window, sinks, positions, progress)
 
+# %% ../nbs/06_stream.ipynb #410b2fd6
+def _study_grid(T:int, policies, every:int) -> range:
+    "Entries t (predicting position t + 1) where every curve of a study has a value."
+    return range(0, T - 1, every if 'recompute' in policies else 1)
+
+def _check_bins(bins:int, n:int, what:str) -> int:
+    "`bins` if each of them can hold at least one of the `n` positions the curves share."
+    try: return check_int(bins, 'bins', 1, n)
+    except ValueError: raise ValueError(f"`bins` must be an integer in [1, {n}], {n} being {what}; got {bins!r}") from None
+
+# %% ../nbs/06_stream.ipynb #4a61a69f
+def check_study_args(T:int, window:int, sinks:int=4, policies=POLICIES, every:int=1, positions:str='cache',
+                     n_positions:int|None=None, bins:int|None=None) -> tuple[str, ...]:
+    "Clear errors for a `stream_study` of T tokens (and its table of `bins` rows) before streaming; the policies."
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
+        raise ValueError(f"`policies` must be a non-empty list of {list(POLICIES)}, got {policies!r}")
+    if len(set(policies)) < len(policies): raise ValueError(f"`policies` names a policy twice: {list(policies)}")
+    for p in policies: check_stream_args(p, window, sinks, T, n_positions)
+    check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
+    grid = _study_grid(T, policies, every)
+    if grid[-1] < window:
+        raise ValueError(f"`every` = {every} puts no `recompute` position past the window of {window}: it computes "
+                         f"positions 1, {1 + every}, ... of 1..{T - 1}; use every <= {T - 1 - window}")
+    thinned = f" (`recompute` runs at {len(grid)} of the {T - 1}, one in {every})" if len(grid) < T - 1 else ''
+    if bins is not None:
+        _check_bins(bins, len(grid), f"the number of positions where every policy has a value{thinned}")
+    return tuple(policies)
+
 # %% ../nbs/06_stream.ipynb #1c5676f5
 def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=POLICIES, positions:str='cache',
                  every:int=1, progress:bool=False) -> dict[str, Tensor]:
     "policy -> NLL per predicted position (T - 1,); `recompute` only at every `every`-th position (NaN elsewhere)."
-    check_int(every, 'every', 1)
+    policies = check_study_args(_length(ids), window, sinks, policies, every, positions, _n_positions(model))
     out = {}
     for p in policies:
-        if p == 'recompute' and every > 1:
-            nll = torch.full((len(ids) - 1,), float('nan'))
-            for t in _steps(len(ids) - 1, 'recompute', progress, every):
-                nll[t] = _nll(_logits_of(model, ids[kept(t, p, window, sinks)])[-1], ids[t + 1])
-            out[p] = nll
+        if p == 'recompute' and every > 1: out[p] = _stream_recomputed(model, ids, p, window, sinks, progress, every)
         else: out[p] = stream_nll(model, ids, p, window, sinks, positions, progress).detach().cpu()
     return out
 
 # %% ../nbs/06_stream.ipynb #9f0dbfab
+def _common(curves:dict[str, Tensor]) -> Tensor:
+    "Mask (T - 1,) of the predicted positions where every curve has a value (NaN: not computed)."
+    if not isinstance(curves, dict) or not curves:
+        raise ValueError(f"`curves` must be a non-empty dict policy -> NLL (T - 1,), got {type(curves).__name__}")
+    for p, c in curves.items():
+        if p in ('first', 'last', 'positions'): raise ValueError(f"`curves` may not name a curve {p!r}: a row's column")
+        if not isinstance(c, Tensor) or c.ndim != 1 or not c.is_floating_point():
+            raise ValueError(f"`curves[{p!r}]` must be a 1-D float tensor, got {getattr(c, 'shape', type(c).__name__)}")
+    if len({len(c) for c in curves.values()}) > 1:
+        raise ValueError(f"the curves must have one length, got {({p: len(c) for p, c in curves.items()})}")
+    mask = torch.stack([~c.isnan() for c in curves.values()]).all(0)
+    if not mask.any(): raise ValueError("`curves` have no position where every curve has a value")
+    return mask
+
+def _row(curves:dict[str, Tensor], mask:Tensor, a:int, b:int) -> dict:
+    "Perplexity of every curve over the common positions of entries a..b-1, as positions a+1..b."
+    keep = mask[a:b]
+    return dict(first=a + 1, last=b, positions=int(keep.sum()),
+                **{p: round(math.exp(c[a:b][keep].mean().item()), 3) for p, c in curves.items()})
+
+# %% ../nbs/06_stream.ipynb #c5e02785
 def perplexity_by_position(curves:dict[str, Tensor], bins:int=8) -> list[dict]:
-    "Rows of (first, last position, perplexity per policy) over `bins` equal spans of the predicted positions."
-    n = len(next(iter(curves.values())))
+    "Rows (first, last position, positions averaged, perplexity per policy) over `bins` equal spans of the positions."
+    mask = _common(curves)
+    n, m = len(mask), int(mask.sum())
+    _check_bins(bins, m, 'the number of positions where every curve has a value' + (f' ({m} of the {n})' if m < n else ''))
     edges = [round(i * n / bins) for i in range(bins + 1)]
-    rows = []
     for a, b in zip(edges, edges[1:]):
-        row = dict(first=a + 1, last=b)
-        for p, nll in curves.items():
-            seg = nll[a:b][~torch.isnan(nll[a:b])]
-            row[p] = round(math.exp(seg.mean().item()), 3) if len(seg) else None
-        rows.append(row)
-    return rows
+        if not mask[a:b].any():
+            raise ValueError(f"positions {a + 1}-{b} hold no position where every curve has a value; use fewer `bins`")
+    return [_row(curves, mask, a, b) for a, b in zip(edges, edges[1:])]
+
+# %% ../nbs/06_stream.ipynb #1a608006
+def perplexity_past_window(curves:dict[str, Tensor], window:int) -> dict:
+    "One row (first, last, positions, perplexity per policy) over every position past `window`, on the common ones."
+    mask = _common(curves)
+    n = len(mask)
+    _check_window(window, n + 1)
+    if not mask[window:].any():
+        raise ValueError(f"no position past the window of {window} (positions {window + 1}..{n}) has a value in every curve")
+    return _row(curves, mask, window, n)
 
 # %% ../nbs/06_stream.ipynb #d0c2f29c
 def long_ids(tokenizer, T:int) -> Tensor:
