@@ -143,6 +143,7 @@ def _raw_config(self:Run) -> dict:
         raise ValueError(f"{path} must hold the sections model and train (and changes), got {got}")
     return raw
 
+# %% ../nbs/05_runs.ipynb #5bf650b0
 @patch(as_prop=True)
 def config(self:Run) -> RunConfig:
     "The run's settings, each field checked; an error naming the file and the field."
@@ -195,6 +196,7 @@ def _count(x, name:str) -> int:
         raise ValueError(f"`{name}` must be an integer >= 0, got {x!r}")
     return x
 
+# %% ../nbs/05_runs.ipynb #12598cc0
 def parse_record(rec) -> Evaluation|Event:
     "One line of a run's log, checked: an Evaluation or an Event; a ValueError saying what is wrong."
     if not isinstance(rec, dict): raise ValueError(f"not a JSON object but {type(rec).__name__} {str(rec)[:40]}")
@@ -229,6 +231,7 @@ def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
         if not quiet: warnings.warn(f"{path}: line {i} dropped: {why}", stacklevel=3)
     return out
 
+# %% ../nbs/05_runs.ipynb #2564353b
 @patch
 def metrics(self:Run, quiet:bool=False) -> list[Evaluation]:
     "The run's evaluations, checked, in step order; bad lines are named in a warning (unless `quiet`) and dropped."
@@ -266,6 +269,7 @@ def checkpoint(self:Run, step:int|None=None) -> dict:
         raise ValueError(f"`step`={step} is not a checkpoint of {self.path}; it has {self.checkpoints}")
     return load_checkpoint(self.path, step)
 
+# %% ../nbs/05_runs.ipynb #aa6c1154
 @patch
 def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
     "The run's model at checkpoint `step` (default: the newest good one), on CPU in eval mode, and that step."
@@ -273,6 +277,36 @@ def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
     model = SinkLM(self.config.model)
     model.load_state_dict(ckpt['model'])
     return model.eval(), ckpt['state']['step']
+
+# %% ../nbs/05_runs.ipynb #218ac591
+@patch
+def _manifest(self:Run) -> set[str]:
+    "The names sink_nb wrote in this folder, by its manifest; empty without one."
+    try: m = json.loads((self.path / self.MANIFEST).read_text())
+    except (OSError, ValueError): return set()
+    return set(m.get('written', [])) if isinstance(m, dict) and m.get('format') == 'sink_nb.run' else set()
+
+@patch
+def _record(self:Run, name:str):
+    "Enter `name` in the manifest before writing it."
+    written = self._manifest()
+    if name in written: return
+    self.path.mkdir(parents=True, exist_ok=True)
+    tmp = self.path / f'{self.MANIFEST}.tmp'
+    tmp.write_text(json.dumps(dict(format='sink_nb.run', version=1, written=sorted(written | {name}))))
+    os.replace(tmp, self.path / self.MANIFEST)
+
+# %% ../nbs/05_runs.ipynb #e17ba456
+@patch
+def _write(self:Run, name:str, write):
+    "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file whole."
+    self._record(name)
+    tmp = self.path / f'.{name}.tmp'
+    try: write(tmp); os.replace(tmp, self.path / name)
+    except (OSError, SafetensorError) as e:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
+        raise
 
 # %% ../nbs/05_runs.ipynb #e57ad122
 @dataclass
@@ -295,6 +329,7 @@ def save_eval_set(self:Run, evals:EvalSet):
     tree = dict(val=evals.val.int(), probe=evals.probe.int(), info=evals.info, sha256=evals.digest())
     self._write(self.EVAL, lambda path: save_tree(tree, path))
 
+# %% ../nbs/05_runs.ipynb #d6bd2955
 @patch
 def eval_set(self:Run) -> EvalSet:
     "The validation batches and probe the run is evaluated on, verified against their checksum."
@@ -325,6 +360,7 @@ def result(self:Run, step:int|None=None) -> SinkResult:
     res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")
     return res
 
+# %% ../nbs/05_runs.ipynb #ff50564a
 @patch
 def save_result(self:Run, result:SinkResult, step:int):
     "Save the result measured at `step`, stamped with the step and the settings' fingerprint."
@@ -347,53 +383,6 @@ def summary(self:Run) -> dict|None:
     fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
     return s if fresh else None
 
-# %% ../nbs/05_runs.ipynb #2f2804a7
-@patch(as_prop=True)
-def status(self:Run) -> str:
-    "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
-    if not self.path.is_dir(): return 'no such folder'
-    if not self.is_run: return 'empty' if not self._contents() else 'not a run'
-    try: steps = self.config.train.steps
-    except ValueError as e: return f'unreadable settings ({e})'
-    evals, events, ckpts = self.metrics(quiet=True), self.events(), self.checkpoints
-    last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
-    if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"
-    elif stop := [e for e in events if e.kind == 'non-finite']:
-        s = f"stopped at step {stop[-1].step}: {stop[-1].detail.get('what', 'not finite')} ({last})"
-    elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
-    else: s = f"interrupted at step {max([e.step for e in evals[-1:]] + ckpts[-1:] + [0])} of {steps} ({last})"
-    resumed = [str(e.step) for e in events if e.kind == 'resumed']
-    return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
-
-# %% ../nbs/05_runs.ipynb #218ac591
-@patch
-def _manifest(self:Run) -> set[str]:
-    "The names sink_nb wrote in this folder, by its manifest; empty without one."
-    try: m = json.loads((self.path / self.MANIFEST).read_text())
-    except (OSError, ValueError): return set()
-    return set(m.get('written', [])) if isinstance(m, dict) and m.get('format') == 'sink_nb.run' else set()
-
-@patch
-def _record(self:Run, name:str):
-    "Enter `name` in the manifest before writing it."
-    written = self._manifest()
-    if name in written: return
-    self.path.mkdir(parents=True, exist_ok=True)
-    tmp = self.path / f'{self.MANIFEST}.tmp'
-    tmp.write_text(json.dumps(dict(format='sink_nb.run', version=1, written=sorted(written | {name}))))
-    os.replace(tmp, self.path / self.MANIFEST)
-
-@patch
-def _write(self:Run, name:str, write):
-    "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file whole."
-    self._record(name)
-    tmp = self.path / f'.{name}.tmp'
-    try: write(tmp); os.replace(tmp, self.path / name)
-    except (OSError, SafetensorError) as e:
-        tmp.unlink(missing_ok=True)
-        if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
-        raise
-
 # %% ../nbs/05_runs.ipynb #9f9174e4
 _CHECKPOINT_FILES = frozenset({'model.safetensors', 'optimizer.safetensors', 'rng.safetensors', 'state.json'})
 
@@ -407,6 +396,7 @@ def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
                 if f.is_symlink() or not f.is_file() or f.name not in _CHECKPOINT_FILES]
     return out
 
+# %% ../nbs/05_runs.ipynb #0633abac
 @patch
 def _contents(self:Run) -> list[str]:
     "Names in the folder besides the lock, the manifest and an empty checkpoints/ (a run that failed before writing)."
@@ -414,6 +404,7 @@ def _contents(self:Run) -> list[str]:
     empty = lambda p: p.name == self.CHECKPOINTS and p.is_dir() and not p.is_symlink() and not any(p.iterdir())
     return sorted(p.name for p in self.path.iterdir() if p.name not in (self.LOCK, self.MANIFEST) and not empty(p))
 
+# %% ../nbs/05_runs.ipynb #8b8f6379
 @patch
 def foreign(self:Run) -> list[str]:
     "What in the folder sink_nb did not write (by the manifest): other files, symlinks, odd entries of checkpoints/."
@@ -439,6 +430,7 @@ def _remove_written(self:Run):
         if p.name == self.LOCK: continue
         shutil.rmtree(p) if p.is_dir() else p.unlink()
 
+# %% ../nbs/05_runs.ipynb #0ff24fdc
 @patch
 def claim(self:Run, resume:bool=False, overwrite:bool=False):
     "Make the folder this run's: refuse other files unless resuming the run in it or replacing what sink_nb wrote."
@@ -487,6 +479,7 @@ def _live_owner(self:Run) -> dict|None:
     if not owner: return None
     return owner if owner.get('host') != socket.gethostname() or process_alive(owner['pid']) else None
 
+# %% ../nbs/05_runs.ipynb #82fe1f31
 def _stale(lock:Path, owner:dict, me:dict) -> str|None:
     "Why the lock may be taken over (its process ended, or it is empty and old), or None."
     if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
@@ -517,6 +510,24 @@ def lock(self:Run):
     try: yield lock
     finally: lock.unlink(missing_ok=True)
 
+# %% ../nbs/05_runs.ipynb #2f2804a7
+@patch(as_prop=True)
+def status(self:Run) -> str:
+    "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
+    if not self.path.is_dir(): return 'no such folder'
+    if not self.is_run: return 'empty' if not self._contents() else 'not a run'
+    try: steps = self.config.train.steps
+    except ValueError as e: return f'unreadable settings ({e})'
+    evals, events, ckpts = self.metrics(quiet=True), self.events(), self.checkpoints
+    last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
+    if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"
+    elif stop := [e for e in events if e.kind == 'non-finite']:
+        s = f"stopped at step {stop[-1].step}: {stop[-1].detail.get('what', 'not finite')} ({last})"
+    elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
+    else: s = f"interrupted at step {max([e.step for e in evals[-1:]] + ckpts[-1:] + [0])} of {steps} ({last})"
+    resumed = [str(e.step) for e in events if e.kind == 'resumed']
+    return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
+
 # %% ../nbs/05_runs.ipynb #b80fd89f
 @patch
 def changes(self:Run, config:dict) -> dict:
@@ -546,6 +557,7 @@ def log(self:Run, record:dict):
         if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
         raise
 
+# %% ../nbs/05_runs.ipynb #3fcb5779
 @patch
 def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
     "Write the settings and start the log: fresh at step 0; at a resume, cut at `step`, with the changes recorded."
@@ -559,6 +571,7 @@ def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
     else: (self.path / self.METRICS).unlink(missing_ok=True)
     self._write(self.CONFIG, lambda p: p.write_text(yaml.safe_dump(config, sort_keys=False)))
 
+# %% ../nbs/05_runs.ipynb #605575aa
 def _as_line(r:Evaluation|Event) -> dict:
     "A checked record as its log line again."
     if isinstance(r, Event): return dict(step=r.step, event=r.kind) | r.detail

@@ -137,7 +137,8 @@ def _study_grid(T:int, policies, every:int) -> range:
 def _check_bins(bins:int, n:int, what:str) -> int:
     "`bins` if each of them can hold at least one of the `n` positions the curves share."
     try: return check_int(bins, 'bins', 1, n)
-    except ValueError: raise ValueError(f"`bins` must be an integer in [1, {n}], {n} being {what}; got {bins!r}") from None
+    except ValueError:
+        raise ValueError(f"`bins` must be an integer in [1, {n}], {n} being {what}; got {bins!r}") from None
 
 # %% ../nbs/06_stream.ipynb #4a61a69f
 def check_study_args(T:int, window:int, sinks:int=4, policies=POLICIES, every:int=1, positions:str='cache',
@@ -194,7 +195,8 @@ def perplexity_by_position(curves:dict[str, Tensor], bins:int=8) -> list[dict]:
     "Rows (first, last position, positions averaged, perplexity per policy) over `bins` equal spans of the positions."
     mask = _common(curves)
     n, m = len(mask), int(mask.sum())
-    _check_bins(bins, m, 'the number of positions where every curve has a value' + (f' ({m} of the {n})' if m < n else ''))
+    thinned = f' ({m} of the {n})' if m < n else ''
+    _check_bins(bins, m, f'the number of positions where every curve has a value{thinned}')
     edges = [round(i * n / bins) for i in range(bins + 1)]
     for a, b in zip(edges, edges[1:]):
         if not mask[a:b].any():
@@ -208,7 +210,8 @@ def perplexity_past_window(curves:dict[str, Tensor], window:int) -> dict:
     n = len(mask)
     _check_window(window, n + 1)
     if not mask[window:].any():
-        raise ValueError(f"no position past the window of {window} (positions {window + 1}..{n}) has a value in every curve")
+        raise ValueError(f"no position past the window of {window} (positions {window + 1}..{n}) has a value in "
+                         "every curve")
     return _row(curves, mask, window, n)
 
 # %% ../nbs/06_stream.ipynb #d0c2f29c
