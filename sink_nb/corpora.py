@@ -5,7 +5,7 @@
 # %% ../nbs/04_corpora.ipynb #d698564f
 from __future__ import annotations
 import codecs, importlib.resources, os, re, socket, threading, urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
@@ -15,7 +15,7 @@ from torch import Tensor
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'load_corpus', 'ByteTokenizer', 'get_tokenizer']
+__all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer']
 
 # %% ../nbs/04_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -66,6 +66,8 @@ _HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[\w.-]+)?')
 
 def _local(source, what:str='source') -> Path|None:
     "The local path `source` names, or None for a hub id; a missing path fails here, never on the hub."
+    if not isinstance(source, (str, os.PathLike)) or not str(source).strip():
+        raise ValueError(f"`{what}` must name a file, a folder or a hub id, got {source!r}")   # '' would be this folder
     path = Path(source).expanduser()
     if path.exists(): return path
     s = str(source)
@@ -161,6 +163,17 @@ def _text_dataset(files:list[Path], streaming:bool):
     if streaming: return datasets.IterableDataset.from_generator(rows, gen_kwargs={'files': [str(f) for f in files]})
     return datasets.Dataset.from_list(list(rows(files)))
 
+# %% ../nbs/04_corpora.ipynb #9073f413
+def check_load_args(source, kwargs:dict) -> dict:
+    "`kwargs` for loading `source`, refused where they would be ignored: built-in and local corpora take none."
+    if source == 'bigram-backcopy': allowed = {f.name for f in fields(BigramBackcopy)} | {'T', 'n', 'seed'}
+    elif source in TEXT_CORPORA or _local(source) is not None: allowed = set()
+    else: return kwargs                                              # a hub dataset: `datasets` checks its own
+    if unknown := sorted(set(kwargs) - allowed):
+        takes = f"only {sorted(allowed)}" if allowed else "no loading arguments (those are for hub datasets)"
+        raise ValueError(f"`source` {str(source)!r} takes {takes}; got {unknown}")
+    return kwargs
+
 # %% ../nbs/04_corpora.ipynb #34855a63
 def load_corpus(
     source:str,               # built-in name, local file or folder, saved dataset, or hub id
@@ -173,6 +186,7 @@ def load_corpus(
 ):
     "A `datasets` dataset from a built-in corpus, local files, a saved dataset or the hub."
     import datasets
+    check_load_args(source, kwargs)
     if source == 'bigram-backcopy':
         ids = BigramBackcopy(**kwargs).sample(check_int(n, 'n', 1), check_int(T, 'T', 1) + 1, seed)
         return datasets.Dataset.from_dict({'input_ids': ids.tolist()})

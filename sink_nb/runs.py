@@ -462,8 +462,6 @@ def process_alive(pid:int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
 
-_alive = process_alive   # until shards imports the public name
-
 # %% ../nbs/05_runs.ipynb #d6de67ce
 def _owner(lock:Path) -> dict|None:
     "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."

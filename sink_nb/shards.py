@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from . import __version__
 from .checks import check_bool, check_choice, check_int
 from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, _files, _is_saved, _local, _paragraphs,
-                             builtin_texts, get_tokenizer, load_corpus)
-from .runs import _alive
+                             builtin_texts, check_load_args, get_tokenizer, load_corpus)
+from .runs import process_alive
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'token_dtype', 'Encoder', 'document_batches', 'tokenizer_key', 'prepare', 'TokenShards',
@@ -241,11 +241,77 @@ def _prepare_key(source, tokenizer, split, val_split, val_docs, text_field, load
                 text_field=text_field if text else None, tokenizer=tokenizer_key(tokenizer) if text else None,
                 load_args=json.loads(json.dumps(load_args, sort_keys=True, default=str)))
 
+# %% ../nbs/04_shards.ipynb #e166391d
+def _is_count(x) -> bool: return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+def _plain_name(name, what:str, f:Path) -> str:
+    "`name` if it is a plain file name (no folder, no '..', no absolute path); else an error naming meta.json."
+    if not isinstance(name, str) or not re.fullmatch(r'[A-Za-z0-9_][A-Za-z0-9_.-]*', name) or name in ('.', '..'):
+        raise ValueError(f"{f}: {what} {name!r} must be a plain file name inside the corpus folder")
+    return name
+
+# %% ../nbs/04_shards.ipynb #6e827a00
+def _check_meta(meta:dict, f:Path):
+    "The fields a reader relies on: token dtype (uint16/uint32, as the vocabulary needs), sizes, plain file names."
+    vocab = meta.get('vocab_size')
+    if not _is_count(vocab) or vocab == 0: raise ValueError(f"{f}: `vocab_size` must be an integer >= 1, got {vocab!r}")
+    if meta.get('dtype') != token_dtype(vocab).name:
+        raise ValueError(f"{f}: `dtype` must be {token_dtype(vocab).name!r} for a vocabulary of {vocab} (token ids are "
+                         f"uint16 or uint32), got {meta.get('dtype')!r}")
+    if not isinstance(meta.get('parts'), dict): raise ValueError(f"{f}: `parts` must map part names to their files")
+    for part, info in meta['parts'].items():
+        _plain_name(part, 'the part', f)
+        shards = info.get('shards') if isinstance(info, dict) else None
+        if not (isinstance(shards, list) and all(isinstance(s, dict) and _is_count(s.get('n_tokens'))
+                                                for s in shards)):
+            raise ValueError(f"{f}: part {part!r} must list its shards as {{file, n_tokens}}")
+        for s in shards: _plain_name(s.get('file'), f'the {part} shard', f)
+        _plain_name(info.get('doc_starts'), f'the {part} document index', f)
+        if not _is_count(info.get('n_docs')): raise ValueError(f"{f}: part {part!r} has no document count")
+
+# %% ../nbs/04_shards.ipynb #9dfeb4bb
+def _memmap(path:Path, dtype:np.dtype, n:int) -> np.ndarray:
+    "A read-only memory map of `n` items of `dtype` in `path`; an error naming the file when its size differs."
+    if not path.is_file() or path.stat().st_size != n * dtype.itemsize:
+        raise ValueError(f"{path} should hold {n} × {dtype.itemsize} bytes: the prepared corpus is damaged")
+    return np.memmap(path, dtype, 'r', shape=(n,)) if n else np.empty(0, dtype)
+
+def _read_meta(path:Path) -> dict:
+    "meta.json of a prepared corpus, every field checked; a clear error for any other folder."
+    f = path / 'meta.json'
+    try: meta = json.loads(f.read_text()) if f.is_file() else {}
+    except (ValueError, UnicodeDecodeError) as e: raise ValueError(f"{f} is not readable JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get('format') != 'sink_nb.tokens':
+        raise ValueError(f"`path` {path} is not a prepared corpus (no sink_nb meta.json); make one with `prepare`")
+    if not _is_count(meta.get('version')) or meta['version'] > FORMAT_VERSION:
+        raise ValueError(f"`path` {path} has format version {meta.get('version')!r}; this sink_nb reads "
+                         f"<= {FORMAT_VERSION}")
+    _check_meta(meta, f)
+    return meta
+
 # %% ../nbs/04_shards.ipynb #5ee4f3f2
+def _not_prepared(out:Path) -> list[str]:
+    "What in `out` a `prepare` did not write, by its meta.json: all of it when there is no valid meta.json."
+    try: meta = _read_meta(out)
+    except ValueError: return sorted(p.name for p in out.iterdir())
+    ours = {part: {s['file'] for s in info['shards']} | {info['doc_starts']} for part, info in meta['parts'].items()}
+    odd = [p.name for p in out.iterdir()
+           if p.is_symlink() or not (p.name == 'meta.json' or p.name in ours and p.is_dir())]
+    for part, files in ours.items():
+        if (out / part).is_dir() and not (out / part).is_symlink():
+            odd += [f'{part}/{q.name}' for q in (out / part).iterdir() if q.is_symlink() or q.name not in files]
+    return sorted(odd)
+
+# %% ../nbs/04_shards.ipynb #c2942d97
 def _refuse_existing(out:Path, overwrite:bool):
+    "Refuse a non-empty `out`, unless `overwrite` and it holds only a corpus `prepare` wrote (nothing else, no links)."
     if out.is_file(): raise FileExistsError(f"`out` {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"`out` {out} exists and is not empty; pass overwrite=True to replace it")
+    if not (out.is_dir() and any(out.iterdir())): return
+    if not overwrite: raise FileExistsError(f"`out` {out} exists and is not empty; pass overwrite=True to replace it")
+    if odd := _not_prepared(out):
+        raise FileExistsError(f"`out` {out} holds {', '.join(odd[:5])}{' ...' * (len(odd) > 5)}, which `prepare` did "
+                              "not write; overwrite=True replaces only a corpus `prepare` wrote: move them away or "
+                              "choose another `out`")
 
 def _publish(tmp:Path, out:Path, overwrite:bool):
     "Rename the finished folder `tmp` to `out`; an old `out` is replaced only when `overwrite`."
@@ -266,7 +332,7 @@ def _working_folder(out:Path) -> Path:
     "A new hidden folder name beside `out`; the ones a killed `prepare` on this host left there are removed first."
     dead = re.compile(rf'\.{re.escape(out.name)}\.tmp-{re.escape(_host_tag())}\.(\d+)\.[0-9a-f]{{8}}')
     for d in out.parent.iterdir() if out.parent.is_dir() else []:
-        if (m := dead.fullmatch(d.name)) and d.is_dir() and not _alive(int(m[1])):
+        if (m := dead.fullmatch(d.name)) and d.is_dir() and not process_alive(int(m[1])):
             size = sum(f.stat().st_size for f in d.rglob('*') if f.is_file())
             warnings.warn(f"removing {d} ({size / 2**20:,.1f} MiB), left by a prepare (process {m[1]}) that was killed")
             shutil.rmtree(d, ignore_errors=True)
@@ -356,6 +422,7 @@ def prepare(
     val_docs, batch_docs, shard_tokens, num_proc = _check_prepare(source, val_split, val_docs, batch_docs, shard_tokens,
                                                                   num_proc, overwrite, progress, out)
     key = _prepare_key(source, tokenizer, split, val_split, val_docs, text_field, kwargs)   # fails fast on a bad source
+    check_load_args(source, kwargs)
     tok, name, vocab, eos = _resolve_tokenizer(source, tokenizer, kwargs)
     num_proc = num_proc or (1 if _threads_itself(tok) else len(os.sched_getaffinity(0)))
     stats, tmp, train, val = {'empty': 0}, _working_folder(out), None, None
@@ -375,23 +442,6 @@ def prepare(
         shutil.rmtree(tmp, ignore_errors=True)
     return out
 
-# %% ../nbs/04_shards.ipynb #9dfeb4bb
-def _memmap(path:Path, dtype:np.dtype, n:int) -> np.ndarray:
-    "A read-only memory map of `n` items of `dtype` in `path`; an error naming the file when its size differs."
-    if not path.is_file() or path.stat().st_size != n * dtype.itemsize:
-        raise ValueError(f"{path} should hold {n} × {dtype.itemsize} bytes: the prepared corpus is damaged")
-    return np.memmap(path, dtype, 'r', shape=(n,)) if n else np.empty(0, dtype)
-
-def _read_meta(path:Path) -> dict:
-    "meta.json of a prepared corpus; a clear error for any other folder."
-    f = path / 'meta.json'
-    meta = json.loads(f.read_text()) if f.is_file() else {}
-    if meta.get('format') != 'sink_nb.tokens':
-        raise ValueError(f"`path` {path} is not a prepared corpus (no sink_nb meta.json); make one with `prepare`")
-    if meta['version'] > FORMAT_VERSION:
-        raise ValueError(f"`path` {path} has format version {meta['version']}; this sink_nb reads <= {FORMAT_VERSION}")
-    return meta
-
 # %% ../nbs/04_shards.ipynb #74460c8d
 class TokenShards:
     "Read-only view of one part ('train' or 'val') of a prepared corpus: memory-mapped shards and document starts."
@@ -399,9 +449,15 @@ class TokenShards:
         self.path = Path(path).expanduser(); self.meta = _read_meta(self.path)
         self.part = check_choice(part, 'part', list(self.meta['parts']))
         info, self.dtype = self.meta['parts'][part], np.dtype(self.meta['dtype']).newbyteorder('<')
-        self._shards = [_memmap(self.path / part / s['file'], self.dtype, s['n_tokens']) for s in info['shards']]
+        self._shards = [_memmap(self._file(s['file']), self.dtype, s['n_tokens']) for s in info['shards']]
         self._ends = np.cumsum([0] + [s['n_tokens'] for s in info['shards']])
-        self.doc_starts = _memmap(self.path / part / info['doc_starts'], np.dtype('<i8'), info['n_docs'])  # (n_docs,)
+        self.doc_starts = _memmap(self._file(info['doc_starts']), np.dtype('<i8'), info['n_docs'])  # (n_docs,)
+    def _file(self, name:str) -> Path:
+        "A file of this part, refused when it (or the part folder) is a link that leads out of the corpus folder."
+        folder = self.path / self.part
+        if folder.resolve().parent != self.path.resolve() or (folder / name).resolve().parent != folder.resolve():
+            raise ValueError(f"{folder / name} leads outside {self.path}: a corpus reads only its own files")
+        return folder / name
     def __len__(self): return int(self._ends[-1])
     vocab_size = property(lambda self: self.meta['vocab_size'])
     eos_id = property(lambda self: self.meta['eos_id'])
@@ -442,7 +498,7 @@ def _target(source, tokenizer, root, kwargs:dict) -> tuple[Path, dict, dict]:
     "Folder, key and content arguments of a prepared corpus; pops the content arguments from `kwargs`."
     content = {k: kwargs.pop(k) for k in ('split', 'val_split', 'val_docs', 'text_field') if k in kwargs}
     args = dict(dict(split='train', val_split=None, val_docs=1000, text_field='text'), **content)
-    load_args = {k: v for k, v in kwargs.items() if k not in _LAYOUT_ARGS}
+    load_args = check_load_args(source, {k: v for k, v in kwargs.items() if k not in _LAYOUT_ARGS})
     key = _prepare_key(source, tokenizer, *args.values(), load_args)
     slug = re.sub(r'[^\w.-]+', '_', f"{Path(str(source)).name}-{Path(_tokenizer_name(tokenizer)).name}")[:60]
     return Path(root).expanduser() / f"{slug}-{_digest(key)}", key, args
