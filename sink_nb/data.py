@@ -261,7 +261,8 @@ def probe_batch(
     if len(prefix) >= T: raise ValueError(f"`T` must exceed the {len(prefix)} BOS token(s), got T={T}")
     rows, skipped = _natural(tokenizer, T, n, texts, prefix, pack, text_column) if kind == 'natural' else (None, 0)
     if kind == 'natural' and not rows:
-        raise ValueError(f"no text has T={T} tokens ({skipped} skipped): lower `T`, pass longer `texts` or `pack=True`")
+        raise ValueError(f"no text has T={T} tokens ({skipped} skipped): lower `T` or pass longer `texts`"
+                         + ('' if pack else ' or `pack=True`'))
     ids = torch.tensor(rows) if kind == 'natural' else _synthetic(kind, tokenizer, T, n, prefix, seed, vocab_size)
     return ids, dict(probe=kind, n=len(ids), n_requested=n, skipped=skipped, pack=pack, bos=prefix)
 

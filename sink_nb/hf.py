@@ -12,6 +12,7 @@ from typing import Callable
 import pandas as pd
 import torch
 from fastcore.basics import patch
+from safetensors import SafetensorError
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
@@ -63,6 +64,8 @@ def _is_local(path) -> bool:
 # %% ../nbs/06_hf.ipynb #5106c36a
 def _source(path) -> tuple[str, dict]:
     "`from_pretrained` arguments for a hub id, a local folder or a GGUF file; a path that is not there says so."
+    if not str(path).strip():                                          # '' would load the current folder
+        raise ValueError(f"`model_or_id` must be a hub id, a model folder or a .gguf file, got {str(path)!r}")
     p = Path(path).expanduser()
     gguf = p.suffix == '.gguf'
     if (gguf or _is_local(path)) and not p.exists():
@@ -72,8 +75,11 @@ def _source(path) -> tuple[str, dict]:
 
 @contextlib.contextmanager
 def _reading(path, kw:dict):
-    "Turn a failure to parse a GGUF file, or a missing GGUF reader, into an error that names the file and the fix."
+    "Turn damaged weights, an unparsable GGUF file or a missing GGUF reader into an error naming the file."
     try: yield
+    except SafetensorError as e:
+        raise ValueError(f"cannot read the weights of {path}: a .safetensors file there is truncated or damaged "
+                         f"({e})") from e
     except ImportError as e:
         if 'gguf_file' not in kw: raise
         raise ValueError(f"reading the GGUF file {path} needs the `gguf` package, which is not installed: "
@@ -399,8 +405,9 @@ def _probe(kind:str, T:int, n:int, tok, config, **kwargs) -> tuple[Tensor, dict]
     sizes = [s for s in (getattr(c, 'vocab_size', None), len(tok) if tok is not None else None) if s]
     ids, info = probe_batch(kind, T, n, tok, vocab_size=min(sizes) if sizes else None, bos_id=c.bos_token_id, **kwargs)
     if len(ids) < n:
+        fix = 'pass more or longer `texts` or lower `T`' + ('' if kwargs.get('pack') else ', or set pack=True')
         warnings.warn(f"asked for n={n} samples of T={T} tokens, but the texts give {len(ids)} ({info['skipped']} too "
-                      "short): pass more or longer `texts`, lower `T`, or set pack=True", stacklevel=3)
+                      f"short): {fix}", stacklevel=3)
     return ids, info | dict(n_found=len(ids))
 
 # %% ../nbs/06_hf.ipynb #2195c984

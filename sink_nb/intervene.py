@@ -181,8 +181,13 @@ def _by_layer(heads, L:int, H:int, group:str) -> dict[int, list[int]]:
         out.setdefault(l, set()).add(h)
     return {l: sorted(hs) for l, hs in sorted(out.items())}
 
+def _positions(model) -> int|None:
+    "How many positions the model has (None when it does not say)."
+    if isinstance(model, SinkLM): return model.config.block_size
+    return getattr(model.config.get_text_config(), 'max_position_embeddings', None)
+
 def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
-    "Token ids (N, T) from ids or from texts."
+    "Token ids (N, T) from ids or from texts, within the model's vocabulary and positions."
     if isinstance(inputs, Tensor):
         if inputs.ndim != 2 or inputs.dtype not in (torch.long, torch.int32) or inputs.shape[1] < 2:
             raise ValueError(f"`inputs` ids must be an integer tensor (N, T >= 2), got {tuple(inputs.shape)} "
@@ -191,10 +196,15 @@ def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
         if inputs.min() < 0 or inputs.max() >= V:
             raise ValueError(f"`inputs` ids must lie in [0, {V - 1}], the model's vocabulary; they span "
                              f"[{inputs.min().item()}, {inputs.max().item()}]")
-        return inputs.long()
-    if tokenizer is None: raise ValueError("texts as `inputs` need `tokenizer`")
-    texts = [inputs] if isinstance(inputs, str) else inputs
-    return probe_batch('natural', check_int(T, 'T', 2), check_int(n, 'n', 1), tokenizer, texts=texts, pack=True)[0]
+        ids = inputs.long()
+    elif tokenizer is None: raise ValueError("texts as `inputs` need `tokenizer`")
+    else:
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        ids = probe_batch('natural', check_int(T, 'T', 2), check_int(n, 'n', 1), tokenizer, texts=texts, pack=True)[0]
+    if (limit := _positions(model)) and ids.shape[1] > limit:
+        raise ValueError(f"the inputs hold T={ids.shape[1]} tokens per sample, past the model's {limit} positions; "
+                         f"use T <= {limit}")
+    return ids
 
 # %% ../nbs/06_intervene.ipynb #d0b8ae0e
 def _row(group:str, kind:str, by_layer:dict, before:float, after:float, a0:Tensor, a1:Tensor) -> dict:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_metrics.ipynb #065905bd
 from __future__ import annotations
-import hashlib, json, math, re
+import hashlib, json, math, re, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -441,6 +441,17 @@ def _read_header(f, path) -> dict:
     if missing: raise ValueError(f"{path}: the header lacks {sorted(missing)}")
     return header
 
+# %% ../nbs/02_metrics.ipynb #56819fe8
+def _verify(header:dict, tensors:dict, path):
+    "Check the tensors against the header's checksum; a /2 file without one is refused, a /1 file warned about."
+    if 'sha256' not in header and header['format'] == _FORMAT:
+        raise ValueError(f"{path}: the header has no checksum, which every {_FORMAT} file carries; the file is damaged "
+                         "or was not written by sink_nb")
+    if 'sha256' not in header:
+        warnings.warn(f"{path} is a {header['format']} file without a checksum: its tensors cannot be verified")
+    elif _digest(tensors) != header['sha256']:
+        raise ValueError(f"{path}: the tensors do not match their checksum; the file is damaged")
+
 # %% ../nbs/02_metrics.ipynb #6e57c896
 @patch(cls_method=True)
 def load(cls:SinkResult, path) -> SinkResult:
@@ -450,7 +461,6 @@ def load(cls:SinkResult, path) -> SinkResult:
         header = _read_header(f, path)
         tensors = {key: f.get_tensor(key) for key in f.keys()}
     if 'alpha' not in tensors: raise ValueError(f"{path}: no 'alpha' tensor")
-    if 'sha256' in header and _digest(tensors) != header['sha256']:
-        raise ValueError(f"{path}: the tensors do not match their checksum; the file is damaged")
+    _verify(header, tensors, path)
     stats = {k.removeprefix('stats.'): v for k, v in tensors.items() if k.startswith('stats.')}
     return cls(tensors['alpha'], header['tokens'], header['name'], header['n_slots'], header['metadata'], stats)
