@@ -289,7 +289,8 @@ def _demo_parser(sub):
                                    'Replaces an earlier demo in the same folder.')
     d.add_argument('--out', type=Path, default=Path('runs/demo'), help='folder for the runs, summary.json and '
                                                                        'sink_rate.svg (default runs/demo)')
-    d.add_argument('--steps', type=_int_at_least(50), default=600, help='optimiser steps per model (default 600)')
+    d.add_argument('--steps', type=_int_at_least(50), default=600,
+                   help='optimiser steps per model, at least 50 (default 600)')
     d.add_argument('--seed', type=int, default=0)
     d.add_argument('--jobs', type=_int_at_least(1), default=2, help='variants trained at once, in separate processes '
                                                                     '(default 2)')
