@@ -7,14 +7,14 @@ from __future__ import annotations
 import importlib.util, math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Literal
+from typing import Annotated, Callable
 
 import torch
 from fastcore.basics import patch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import (NonNegativeInt, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
+from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
                             check_tensor)
 
 # %% auto #0
@@ -432,4 +432,4 @@ def attend(
 ATTENTION_OPS['softmax1'] = AttentionOp('softmax1', fixed_logit=0.0, fused=True)
 
 # %% ../nbs/01_attention.ipynb #ab4f8b90
-AttentionName = Literal[tuple(ATTENTION_OPS)]
+AttentionName = Annotated[str, OneOf(ATTENTION_OPS)]

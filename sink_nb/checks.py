@@ -14,7 +14,7 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
-           'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_tensor', 'Range', 'describe',
+           'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_tensor', 'Range', 'OneOf', 'describe',
            'check_value', 'field_types', 'check_fields', 'coerce']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
@@ -94,6 +94,13 @@ PositiveFloat = Annotated[float, Range(0, lo_open=True)]
 NonNegativeFloat = Annotated[float, Range(0)]
 OpenUnitFloat = Annotated[float, Range(0, 1, lo_open=True, hi_open=True)]
 
+@dataclass(frozen=True, eq=False)
+class OneOf:
+    "A choice carried by a type, read when a value is checked: `Annotated[str, OneOf(REGISTRY)]` takes REGISTRY's keys."
+    choices:object                      # a registry (dict) or collection; entries added after import count too
+    def __str__(self): return f"one of {list(self.choices)}"
+
+
 # %% ../nbs/00_checks.ipynb #c57a8085
 def _is_union(hint) -> bool: return get_origin(hint) in (Union, types.UnionType)
 
@@ -101,7 +108,8 @@ def describe(hint) -> str:
     "A type in words: 'an integer >= 1 or None', \"one of ['pre', 'post']\"."
     origin, args = get_origin(hint), get_args(hint)
     if origin is Annotated:
-        base, rng = args[0], next((a for a in args[1:] if isinstance(a, Range)), None)
+        base, rng = args[0], next((a for a in args[1:] if isinstance(a, (Range, OneOf))), None)
+        if isinstance(rng, OneOf): return str(rng)
         return f"{describe(base)} {rng}" if rng else describe(base)
     if _is_union(hint): return ' or '.join(describe(a) for a in args)
     if origin is Literal: return f"one of {list(args)}"
@@ -116,6 +124,8 @@ def _matches(v, hint) -> bool:
     if origin is Annotated:
         rng = next((a for a in args[1:] if isinstance(a, Range)), Range())
         if not _matches(v, args[0]): return False
+        if choice := next((a for a in args[1:] if isinstance(a, OneOf)), None):
+            return any(v is a or (type(v) is type(a) and v == a) for a in choice.choices)
         try: check_float(v, '', rng.lo, rng.hi, rng.lo_open, rng.hi_open); return True
         except ValueError: return False
     if _is_union(hint): return any(_matches(v, a) for a in args)

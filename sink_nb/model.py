@@ -8,7 +8,7 @@ import contextlib, math
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Annotated, Callable, Literal
 
 import torch
 import torch.nn as nn
@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, attend, choose_backend
-from .checks import NonNegativeInt, PositiveFloat, PositiveInt, check_choice, check_fields
+from .checks import NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields
 from .metrics import SinkMeter, SinkResult
 
 # %% auto #0
@@ -39,7 +39,7 @@ class RMSNorm(nn.Module):
         return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
 NORMS = {'rms': RMSNorm, 'layer': nn.LayerNorm}
-NormName = Literal[tuple(NORMS)]
+NormName = Annotated[str, OneOf(NORMS)]
 
 # %% ../nbs/03_model.ipynb #e6c06ec8
 class GatedMLP(nn.Module):
@@ -61,7 +61,7 @@ MLPS = {'swiglu': partial(GatedMLP, act=F.silu), 'geglu': partial(GatedMLP, act=
         'reglu': partial(GatedMLP, act=F.relu), 'relu': partial(PlainMLP, act=F.relu),
         'gelu': partial(PlainMLP, act=F.gelu), 'swish': partial(PlainMLP, act=F.silu),
         'none': None}
-MLPName = Literal[tuple(MLPS)]
+MLPName = Annotated[str, OneOf(MLPS)]
 
 # %% ../nbs/03_model.ipynb #5ddca7bb
 class NoPE(nn.Module):
@@ -158,13 +158,13 @@ POSITIONS = {
     'relative': lambda cfg: Relative(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
     'relative_reference': lambda cfg: RelativeReference(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
 }
-PositionName = Literal[tuple(POSITIONS)]
+PositionName = Annotated[str, OneOf(POSITIONS)]
 
 # %% ../nbs/03_model.ipynb #ae8a2040
 GATES = {'none': None,
          'headwise': lambda cfg: nn.Linear(cfg.n_embd, cfg.n_head, bias=False),
          'elementwise': lambda cfg: nn.Linear(cfg.n_embd, cfg.n_head * cfg.head_dim, bias=False)}
-GateName = Literal[tuple(GATES)]
+GateName = Annotated[str, OneOf(GATES)]
 
 def apply_gate(out:Tensor, gate:nn.Module, x:Tensor) -> Tensor:
     "Head outputs (B, H, T, d_h) times σ(gate(x)) for x (B, T, d), one scalar per head or one per channel."
