@@ -15,7 +15,8 @@ from torch import Tensor
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer']
+__all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path', 'hub_reachable', 'corpus_files', 'is_saved_dataset',
+           'text_paragraphs', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer']
 
 # %% ../nbs/04_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -64,7 +65,7 @@ class BigramBackcopy:
 _FILE_BUILDERS = {'.txt': 'text', '.json': 'json', '.jsonl': 'json', '.parquet': 'parquet', '.csv': 'csv'}
 _HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[\w.-]+)?')
 
-def _local(source, what:str='source') -> Path|None:
+def local_path(source, what:str='source') -> Path|None:
     "The local path `source` names, or None for a hub id; a missing path fails here, never on the hub."
     if not isinstance(source, (str, os.PathLike)) or not str(source).strip():
         raise ValueError(f"`{what}` must name a file, a folder or a hub id, got {source!r}")   # '' would be this folder
@@ -92,10 +93,16 @@ def _reachable(url:str, timeout:float=1.5) -> bool:
     t = threading.Thread(target=connect, daemon=True); t.start(); t.join(timeout)
     return bool(ok)
 
+_HUB_ENDPOINT = 'https://huggingface.co'
+
+def hub_reachable(timeout:float=1.5) -> bool:
+    "Can the Hugging Face hub be reached now? False at once in offline mode (any of the three flags)."
+    return not _offline() and _reachable(os.environ.get('HF_ENDPOINT', _HUB_ENDPOINT), timeout)
+
 # %% ../nbs/04_corpora.ipynb #0e3c5324
 def _hub_check(name:str, what:str='source', local:str|None=None):
     "Fail at once, in one sentence, when the hub id `name` cannot be fetched: offline mode or no network."
-    endpoint = os.environ.get('HF_ENDPOINT', 'https://huggingface.co')
+    endpoint = os.environ.get('HF_ENDPOINT', _HUB_ENDPOINT)
     if _offline(): reason = 'HF_HUB_OFFLINE is set'
     elif not _reachable(endpoint): reason = f'{endpoint} cannot be reached'
     else: return
@@ -122,7 +129,7 @@ def _check_file(path:Path) -> Path:
     return path
 
 # %% ../nbs/04_corpora.ipynb #08714e98
-def _files(path:Path) -> list[Path]:
+def corpus_files(path:Path) -> list[Path]:
     "The corpus files at `path` (itself, or every corpus file under a folder, sorted), checked; one format only."
     if path.is_file(): return [_check_file(path)]
     hidden = lambda p: any(s.startswith('.') for s in p.relative_to(path).parts)
@@ -132,14 +139,14 @@ def _files(path:Path) -> list[Path]:
         raise ValueError(f"`source` folder {path} mixes formats {sorted({f.suffix for f in files})}; use one")
     return [_check_file(f) for f in files]
 
-def _is_saved(path:Path) -> bool:
+def is_saved_dataset(path:Path) -> bool:
     "Is `path` a folder written by `datasets`' `save_to_disk`?"
     return path.is_dir() and any((path / f).exists() for f in ('dataset_info.json', 'dataset_dict.json', 'state.json'))
 
 # %% ../nbs/04_corpora.ipynb #9bd846c4
 _MAX_PARAGRAPH = 1 << 23     # characters: a "paragraph" with no blank line for 8 MB is cut there
 
-def _paragraphs(path:Path) -> Iterator[str]:
+def text_paragraphs(path:Path) -> Iterator[str]:
     "The paragraphs of a text file (separated by blank lines, stripped), streamed line by line."
     lines, size = [], 0
     with open(path, encoding='utf-8') as f:
@@ -159,7 +166,7 @@ def _load_saved(path:Path, split:str):
 def _text_dataset(files:list[Path], streaming:bool):
     "Paragraphs of text files as a `datasets` dataset with a `text` column."
     import datasets
-    rows = lambda files: ({'text': p} for f in files for p in _paragraphs(Path(f)))
+    rows = lambda files: ({'text': p} for f in files for p in text_paragraphs(Path(f)))
     if streaming: return datasets.IterableDataset.from_generator(rows, gen_kwargs={'files': [str(f) for f in files]})
     return datasets.Dataset.from_list(list(rows(files)))
 
@@ -167,7 +174,7 @@ def _text_dataset(files:list[Path], streaming:bool):
 def check_load_args(source, kwargs:dict) -> dict:
     "`kwargs` for loading `source`, refused where they would be ignored: built-in and local corpora take none."
     if source == 'bigram-backcopy': allowed = {f.name for f in fields(BigramBackcopy)} | {'T', 'n', 'seed'}
-    elif source in TEXT_CORPORA or _local(source) is not None: allowed = set()
+    elif source in TEXT_CORPORA or local_path(source) is not None: allowed = set()
     else: return kwargs                                              # a hub dataset: `datasets` checks its own
     if unknown := sorted(set(kwargs) - allowed):
         takes = f"only {sorted(allowed)}" if allowed else "no loading arguments (those are for hub datasets)"
@@ -191,12 +198,12 @@ def load_corpus(
         ids = BigramBackcopy(**kwargs).sample(check_int(n, 'n', 1), check_int(T, 'T', 1) + 1, seed)
         return datasets.Dataset.from_dict({'input_ids': ids.tolist()})
     if source in TEXT_CORPORA: return datasets.Dataset.from_dict({'text': builtin_texts(source)})
-    path = _local(source)
+    path = local_path(source)
     if path is None:
         _hub_check(source)
         return datasets.load_dataset(source, split=split, streaming=streaming, **kwargs)
-    if _is_saved(path): return _load_saved(path, split)
-    files = _files(path)
+    if is_saved_dataset(path): return _load_saved(path, split)
+    files = corpus_files(path)
     if files[0].suffix.lower() == '.txt': return _text_dataset(files, streaming)
     return datasets.load_dataset(_FILE_BUILDERS[files[0].suffix.lower()], data_files=[str(f) for f in files],
                                  split='train', streaming=streaming, **kwargs)
@@ -218,7 +225,7 @@ def get_tokenizer(name:str='bytes'):
     "'bytes' for `ByteTokenizer`, a path to a .gguf file, or a transformers tokenizer by local folder or hub name."
     if name == 'bytes': return ByteTokenizer()
     from transformers import AutoTokenizer
-    path = _local(name, 'name')
+    path = local_path(name, 'name')
     if path is not None and path.suffix.lower() == '.gguf':
         return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     if path is not None: return AutoTokenizer.from_pretrained(str(path))

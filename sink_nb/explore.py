@@ -19,7 +19,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
-from .metrics import _HEAD_STATS, HEAD_LABELS, SinkResult
+from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
 from .runs import Run
 
 # %% auto #0
@@ -283,7 +283,7 @@ def _strongest(result:SinkResult) -> tuple[int, int]:
 
 def _has_heads(result:SinkResult) -> bool:
     "Does the result carry the per-head statistics `heads()` needs?"
-    return all(s in result.stats for s in _HEAD_STATS)
+    return all(s in result.stats for s in HEAD_STATS)
 
 # %% ../nbs/07_explore.ipynb #eca49e29
 class SinkExplorer(W.VBox):

@@ -23,7 +23,7 @@ from .attention import attention_weights
 from .checks import check_bool, check_choice, check_eps, check_int
 from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
-from .model import _name_filter
+from .model import name_filter
 
 # %% auto #0
 __all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'run_with_cache', 'pattern_from_hf', 'measure', 'measure_many']
@@ -332,7 +332,7 @@ def run_with_cache(
 ) -> tuple[object, dict[str, Tensor]]:  # the model's output and {hook name: value}
     "The model's output on `ids` and the values of the hook points `names_filter` selects, named as in `SinkLM`."
     check_choice(backend, 'backend', BACKENDS)
-    keep, cache, (route, _) = _name_filter(names_filter), {}, _route(model, backend)
+    keep, cache, (route, _) = name_filter(names_filter), {}, _route(model, backend)
     def emit(name, x, **opts): cache[name] = x.detach()
     ids = ids.to(next(model.parameters()).device)
     if route == 'stream':

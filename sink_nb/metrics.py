@@ -19,7 +19,7 @@ from .attention import QK, AttentionSpec, auto_chunk, key_range
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
 
 # %% auto #0
-__all__ = ['HEAD_LABELS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms',
+__all__ = ['HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms',
            'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile', 'SinkMeter',
            'cache_importance', 'activation_stats', 'SinkResult']
 
@@ -380,7 +380,7 @@ def to_frame(self:SinkResult) -> 'pd.DataFrame':
 
 # %% ../nbs/02_metrics.ipynb #c95ff214
 HEAD_LABELS = ('sink', 'dormant', 'local', 'broad')
-_HEAD_STATS = ('head_v_norm', 'head_out_norm', 'head_near_share')
+HEAD_STATS = ('head_v_norm', 'head_out_norm', 'head_near_share')
 
 @patch
 def heads(self:SinkResult,
@@ -391,7 +391,7 @@ def heads(self:SinkResult,
           ) -> 'pd.DataFrame':  # layer, head, alpha1, v1_ratio, out_ratio, local_share, label
     "Each (layer, head) labelled sink, dormant, local or broad, with the figures behind the label."
     import pandas as pd
-    if missing := [s for s in _HEAD_STATS if s not in self.stats]:
+    if missing := [s for s in HEAD_STATS if s not in self.stats]:
         raise ValueError(f"heads() needs the per-head statistics {missing}: measure with activations=True on a path "
                          "that hands over q, k and v (every SinkLM; backend='stream' for transformers models)")
     eps, local, dormant = check_eps(eps), check_eps(local, 'local'), check_eps(dormant, 'dormant')

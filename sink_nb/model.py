@@ -26,7 +26,7 @@ __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 
            'POSITIONS_BIAS_SCORES', 'name_to_config', 'INITS', 'RMSNorm', 'GatedMLP', 'PlainMLP', 'NoPE', 'RoPE',
            'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi', 't5_bucket', 'BucketBias',
            'Relative', 'RelativeReference', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block', 'SinkLM',
-           'mask_key_hook', 'measure_model', 'to_hf']
+           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf']
 
 # %% ../nbs/03_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
@@ -475,7 +475,7 @@ def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=Non
     return self.lm_head(self.norm(x))[:, int(cfg.sink_token):]                           # (B, T, V)
 
 # %% ../nbs/03_model.ipynb #32f8fb8e
-def _name_filter(f) -> Callable[[str], bool]:
+def name_filter(f) -> Callable[[str], bool]:
     "A predicate on hook names from a name, a list of names, a predicate, or None (all)."
     if f is None: return lambda name: True
     if isinstance(f, str): return lambda name: name == f
@@ -497,7 +497,7 @@ def hooks(self:SinkLM, fwd_hooks:list):
     handles, points = [], self.hook_points
     try:
         for name, fn in fwd_hooks:
-            matched = [p for n, p in points.items() if _name_filter(name)(n)]
+            matched = [p for n, p in points.items() if name_filter(name)(n)]
             if not matched:
                 raise ValueError(f"no hook point matches {name!r}; hook points look like {list(points)[:4]}")
             handles += [p.add_hook(fn) for p in matched]
@@ -514,7 +514,7 @@ def run_with_hooks(self:SinkLM, idx:Tensor, fwd_hooks:list, **kwargs) -> Tensor:
 @patch
 def run_with_cache(self:SinkLM, idx:Tensor, names_filter=None, **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
     "Logits and the values (detached) of the hook points `names_filter` selects."
-    cache, keep_if = {}, _name_filter(names_filter)
+    cache, keep_if = {}, name_filter(names_filter)
     def keep(x, hook): cache[hook.name] = x.detach()
     selected = [name for name in self.hook_points if keep_if(name)]
     with self.hooks([(lambda name: name in selected, keep)] if selected else []): logits = self(idx, **kwargs)

@@ -16,8 +16,8 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .checks import check_bool, check_choice, check_int
-from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, _files, _is_saved, _local, _paragraphs,
-                             builtin_texts, check_load_args, get_tokenizer, load_corpus)
+from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, corpus_files,
+                             get_tokenizer, is_saved_dataset, load_corpus, local_path, text_paragraphs)
 from .runs import process_alive
 
 # %% auto #0
@@ -159,10 +159,10 @@ def _batches_of(texts:Iterator, batch_docs:int) -> Iterator[list]:
 def _plain_texts(source, text_field:str) -> Iterator[str]|None:
     "The texts of a built-in corpus or of local .txt (paragraphs) or .jsonl files, streamed; None for other sources."
     if source in TEXT_CORPORA: return iter(builtin_texts(source))
-    path = _local(source)
-    if path is None or _is_saved(path): return None
-    files = _files(path)
-    if all(f.suffix.lower() == '.txt' for f in files): return itertools.chain.from_iterable(map(_paragraphs, files))
+    path = local_path(source)
+    if path is None or is_saved_dataset(path): return None
+    files = corpus_files(path)
+    if all(f.suffix.lower() == '.txt' for f in files): return itertools.chain.from_iterable(map(text_paragraphs, files))
     if all(f.suffix.lower() == '.jsonl' for f in files):
         return itertools.chain.from_iterable(_jsonl_texts(f, text_field) for f in files)
     return None
@@ -210,7 +210,7 @@ def _source_key(source, what:str='source') -> dict:
     "What a source's documents depend on: a built-in's version, a local path's files, or a hub id."
     if source == 'bigram-backcopy': return {'builtin': source, 'sink_nb': __version__}
     if source in TEXT_CORPORA: return {'builtin': source, 'sink_nb': __version__, 'python': platform.python_version()}
-    path = _local(source, what)
+    path = local_path(source, what)
     if path is None: return {'hub': str(source)}
     return {'path': str(path.resolve()), 'files': _file_stamps(path)}
 
@@ -224,7 +224,7 @@ def tokenizer_key(tokenizer) -> dict|None:
         content = (backend.to_str() if backend is not None
                    else f'{type(tokenizer).__qualname__} {len(tokenizer)} {tokenizer.eos_token_id}')
         return {'name': _tokenizer_name(tokenizer), 'sha1': hashlib.sha1(content.encode()).hexdigest()[:16]}
-    path = _local(tokenizer, 'tokenizer')
+    path = local_path(tokenizer, 'tokenizer')
     return {'hub': str(tokenizer)} if path is None else {'path': str(path.resolve()), 'files': _file_stamps(path)}
 
 def _tokenizer_name(tokenizer) -> str:
@@ -234,7 +234,7 @@ def _tokenizer_name(tokenizer) -> str:
 # %% ../nbs/04_shards.ipynb #8a34fbcb
 def _prepare_key(source, tokenizer, split, val_split, val_docs, text_field, load_args:dict) -> dict:
     "Everything the tokens of a prepared corpus depend on."
-    local = source not in (*TEXT_CORPORA, 'bigram-backcopy') and _local(source) is not None
+    local = source not in (*TEXT_CORPORA, 'bigram-backcopy') and local_path(source) is not None
     val = {'last_docs': val_docs} if val_split is None else _source_key(val_split, 'val_split') if local else val_split
     text = source != 'bigram-backcopy'
     return dict(format=FORMAT_VERSION, source=_source_key(source), split=None if local else split, val=val,
@@ -368,7 +368,7 @@ def _streams(source, tok, split, val_split, text_field, batch_docs, num_proc, st
     "The (tokens, lengths) streams of train and val (None: hold out the last documents)."
     if tok is None: return _row_batches(batch_docs, **kwargs), None
     encode = Encoder(tok, token_dtype(len(tok)))
-    local = source not in TEXT_CORPORA and _local(source) is not None
+    local = source not in TEXT_CORPORA and local_path(source) is not None
     def stream(src, sp):
         texts = document_batches(_text_batches(src, sp, text_field, batch_docs, **kwargs), stats)
         return _in_workers(encode, texts, num_proc)

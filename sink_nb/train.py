@@ -18,7 +18,7 @@ import yaml
 from torch import Tensor
 
 from .checks import check_choice, coerce, field_types
-from .corpora import TEXT_CORPORA, get_tokenizer, load_corpus
+from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .model import SinkConfig, SinkLM, measure_model
@@ -487,15 +487,6 @@ def scale_to_cpu(raw:dict) -> dict:
     return raw | dict(model=CPU_SCALE['model'] | model, train=(raw.get('train') or {}) | CPU_SCALE['train'])
 
 # %% ../nbs/05_train.ipynb #3d8d7b68
-def _hub_reachable(timeout:float=1.5) -> bool:
-    "Can the Hugging Face hub be reached now? False at once when HF_HUB_OFFLINE is set."
-    import socket
-    from urllib.parse import urlparse
-    if os.environ.get('HF_HUB_OFFLINE', '').lower() in ('1', 'true', 'yes'): return False
-    from huggingface_hub.constants import ENDPOINT
-    try: socket.create_connection((urlparse(ENDPOINT).hostname, 443), timeout=timeout).close(); return True
-    except OSError: return False
-
 def _local(name:str|None) -> bool:
     "Is `name` on this machine: a built-in corpus or tokenizer, a path, or a tokenizer in the local hub cache?"
     if name is None or name in ('bytes', 'bigram-backcopy') + tuple(TEXT_CORPORA) or Path(name).expanduser().exists():
@@ -509,7 +500,7 @@ def missing_requirements(model_cfg:SinkConfig, cfg:TrainConfig) -> str:
     needs = []
     if not _local(cfg.tokenizer): needs.append(f'the tokenizer {cfg.tokenizer}')
     if not (_local(cfg.corpus) or _prepared_exists(cfg)): needs.append(f'the dataset {cfg.corpus}')
-    if not needs or _hub_reachable(): return ''
+    if not needs or hub_reachable(): return ''
     return (f"this run needs {' and '.join(needs)} from the Hugging Face hub, which cannot be reached"
             f"{' (HF_HUB_OFFLINE is set)' if os.environ.get('HF_HUB_OFFLINE') else ''}. Point at local copies with "
             f"tokenizer=PATH and corpus=PATH (files, a folder, or a folder made by `sink-nb prepare`).")
