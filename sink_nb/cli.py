@@ -330,6 +330,12 @@ def _train_parser(sub):
     t.add_argument('overrides', nargs='*', help='key=value overrides, e.g. attention=sigmoid train.steps=100; '
                                                 'scale=cpu for a CPU-sized run')
 
+# %% ../nbs/08_cli.ipynb #9be9cea4
+def _placement_flags(p):
+    "--device and --dtype of a command that loads a transformers model."
+    p.add_argument('--device', help='cpu, cuda, cuda:1 or mps (default: CUDA when there is one, else CPU)')
+    p.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32 on CPU, bf16 on GPU')
+
 # %% ../nbs/08_cli.ipynb #9c2c7ff1
 def _measure_parser(sub):
     m = sub.add_parser('measure', help='Sink_1 of a transformers model: hub id, local folder or .gguf file',
@@ -348,9 +354,7 @@ def _measure_parser(sub):
                                                        'ones')
     m.add_argument('--bos', choices=('auto', 'yes', 'no'), default='auto', help="BOS first: as the tokenizer does "
                                                                                 "(auto), forced, or none")
-    m.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32 on CPU, bfloat16 on '
-                                                                               'GPU')
-    m.add_argument('--device', help='cpu, cuda, cuda:1 ... (default: CUDA when available)')
+    _placement_flags(m)
     m.add_argument('--batch-size', type=_int_at_least(1), help='samples per forward pass')
     m.add_argument('--backend', choices=('auto', 'stream', 'eager'), default='auto', help='stream α from q, k (auto: '
                                                                                           'when the model allows)')
@@ -550,11 +554,11 @@ def run_heads(args) -> dict:
     from sink_nb.data import probe_batch
     from sink_nb.hf import measure
     from sink_nb.metrics import HEAD_LABELS
-    from sink_nb.intervene import _check_model, head_groups, intervene
-    from sink_nb.stream import load_causal_lm
+    from sink_nb.hf import load_model
+    from sink_nb.intervene import check_model, head_groups, intervene
     try:
-        model, tok = load_causal_lm(args.model)
-        if args.intervene: _check_model(model)
+        model, tok, _ = load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')
+        if args.intervene: check_model(model)
         ids, _ = probe_batch('natural', args.T, args.n, tok, pack=True)
         res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, backend='stream',
                       progress=not args.quiet)
@@ -563,7 +567,8 @@ def run_heads(args) -> dict:
         rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
     counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
-    print(f"sink_nb heads: {res.name}, N={res.N} samples of T={res.T}, ε={args.eps}, window={args.window}")
+    print(f"sink_nb heads: {res.name} ({res.metadata['device']}, {res.metadata['dtype']}), N={res.N} samples of "
+          f"T={res.T}, ε={args.eps}, window={args.window}")
     print('labels: ' + ', '.join(f'{k} {v}' for k, v in counts.items()) + f' (of {len(table)} heads)')
     print(_label_counts(table).to_string())
     if rows is not None:
@@ -585,6 +590,7 @@ def _heads_parser(sub):
     h.add_argument('--T', type=_int_at_least(2), default=64, help='tokens per sample (default 64)')
     h.add_argument('--eps', type=_eps, default=0.3, help='sink threshold on the mean α₁ (default 0.3)')
     h.add_argument('--window', type=_int_at_least(1, 16), default=4, help='local: share within this many keys')
+    _placement_flags(h)
     h.add_argument('--intervene', action='store_true', help='mask sink keys: sink heads vs random heads')
     h.add_argument('--group-size', type=_int_at_least(1), default=16, help='heads per group (default 16)')
     h.add_argument('--seeds', type=_int_at_least(1), default=3, help='random groups of each kind (default 3)')

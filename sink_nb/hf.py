@@ -4,10 +4,11 @@
 
 # %% ../nbs/06_hf.ipynb #d5c9df45
 from __future__ import annotations
-import contextlib, inspect, time, warnings
+import contextlib, inspect, math, time, warnings
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import pandas as pd
 import torch
@@ -15,18 +16,20 @@ from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor, nn
 from tqdm.auto import tqdm
-from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers import (AttentionInterface, AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer,
+                          PreTrainedModel)
+from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import attention_weights
+from .attention import NORMALISERS, attention_weights, visible
 from .checks import check_bool, check_choice, check_eps, check_int
 from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
 from .model import name_filter
 
 # %% auto #0
-__all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'run_with_cache', 'pattern_from_hf', 'measure', 'measure_many']
+__all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'Unsupported', 'EditPlan', 'can_stream', 'Pass', 'run_with_hooks',
+           'run_with_cache', 'pattern_from_hf', 'measure', 'measure_many']
 
 # %% ../nbs/06_hf.ipynb #b1b1024f
 _AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
@@ -108,14 +111,18 @@ def _tokenizer(tokenizer, model_or_id):
     with _reading(tokenizer, kw): return AutoTokenizer.from_pretrained(src, **kw)
 
 # %% ../nbs/06_hf.ipynb #b2e69dd3
+_HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
+
 def load_model(
     model_or_id,                # hub id, local folder, path of a .gguf file, or a loaded PreTrainedModel
     tokenizer=None,             # a tokenizer, an id/path to load one from, or None (load it beside the model)
     dtype=None,                 # torch dtype or name; None: float32 on CPU, bfloat16 on GPU (loaded models keep theirs)
     device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
     config=None,                # the model's config when already read (saves parsing a GGUF file twice)
+    head:str='base',            # 'base': without the LM head (measuring); 'causal_lm': with it (losses, KV cache)
 ) -> tuple[PreTrainedModel, object, str]:  # model (eval mode), tokenizer (or None), name
     "Load a transformers model and its tokenizer from the hub, a folder or a GGUF file; or pass a loaded one through."
+    check_choice(head, 'head', _HEADS)
     device, config = _check_device(device), config or _config(model_or_id)
     if isinstance(model_or_id, PreTrainedModel):
         model, name = model_or_id, getattr(model_or_id, 'name_or_path', '') or type(model_or_id).__name__
@@ -124,7 +131,8 @@ def load_model(
     else:
         (src, kw), device = _source(model_or_id), device or _default_device()
         with _reading(model_or_id, kw):
-            model = AutoModel.from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device), **kw).to(device)
+            dtype = _resolve_dtype(dtype, device)
+            model = _HEADS[head].from_pretrained(src, config=config, dtype=dtype, **kw).to(device)
         name = str(model_or_id)
     return model.eval(), _tokenizer(tokenizer, model_or_id), name
 
@@ -146,22 +154,25 @@ _IMPL = 'sink_nb_sdpa'
 _ACTIVE: list = []                     # the taps of the passes running now (innermost last)
 _SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that alter the scores: α needs eager
 
-class _Unsupported(Exception):
-    "This attention call cannot be streamed faithfully; measure it with eager attention."
+class Unsupported(Exception):
+    "This attention call cannot be streamed (or edited) faithfully; measure it with eager attention."
+
+def _pattern(T:int, causal:bool, window:int|None=None, device=None) -> Tensor:
+    "(T, T) keys each query sees: causal, within `window`, or all of them."
+    i = torch.arange(T, device=device)
+    return visible(i[:, None], i[None, :], window) if causal else torch.ones(T, T, dtype=torch.bool, device=device)
 
 def _mask_rules(mask:Tensor|None, T:int, is_causal:bool, window:int|None) -> tuple[bool, int|None]:
-    "(causal, window) of the attention mask transformers passed; _Unsupported unless it is exactly that pattern."
+    "(causal, window) of the attention mask transformers passed; Unsupported unless it is exactly that pattern."
     if mask is None: return is_causal, (window if is_causal else None)
     if mask.ndim != 4 or tuple(mask.shape[-2:]) != (T, T):
-        raise _Unsupported(f"attention mask of shape {tuple(mask.shape)}")
+        raise Unsupported(f"attention mask of shape {tuple(mask.shape)}")
     vis = mask if mask.dtype == torch.bool else mask == 0                                  # (B, 1|H, T, T) visible keys
     if mask.dtype != torch.bool and not (vis | (mask <= torch.finfo(mask.dtype).min / 2)).all():
-        raise _Unsupported("scores biased by the mask")
+        raise Unsupported("scores biased by the mask")
     causal = not vis[..., 0, 1:].any().item()
     w = int(vis[..., -1, :].sum(-1).max()) if causal else T
-    i, j = torch.arange(T, device=mask.device)[:, None], torch.arange(T, device=mask.device)[None, :]
-    expected = (j <= i) & (j > i - w) if causal else torch.ones(T, T, dtype=torch.bool, device=mask.device)
-    if not (vis == expected).all(): raise _Unsupported("padding or a custom mask pattern")
+    if not (vis == _pattern(T, causal, w, mask.device)).all(): raise Unsupported("padding or a custom mask pattern")
     return causal, (w if causal and w < T else None)
 
 # %% ../nbs/06_hf.ipynb #04949fc8
@@ -176,19 +187,19 @@ def _block_index(blocks:nn.ModuleList|None) -> dict[nn.Module, int]:
 
 # %% ../nbs/06_hf.ipynb #fa709e8f
 class _Tap:
-    "Hands the q, k and v of every attention call to `emit` under its layer's hook names."
-    def __init__(self, blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool]):
-        self.emit, self.wants, self.options, self._rules = emit, wants, {}, {}
+    "Hands the q, k and v of every attention call to `emit` under its layer's hook names; holds the pass's edit plan."
+    def __init__(self, blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool], edit:EditPlan|None=None):
+        self.emit, self.wants, self.edit, self.options, self._rules = emit, wants, edit, {}, {}
         self._layer_of = _block_index(blocks)
 
     def layer(self, module:nn.Module) -> int:
-        "Index of the block `module` is in, else its `layer_idx`; _Unsupported when neither or when seen twice."
+        "Index of the block `module` is in, else its `layer_idx`; Unsupported when neither or when seen twice."
         l = self._layer_of.get(module, getattr(module, 'layer_idx', None))
         if not isinstance(l, int):
-            raise _Unsupported(f"{type(module).__name__} is in no block of the model's block list and has no integer "
+            raise Unsupported(f"{type(module).__name__} is in no block of the model's block list and has no integer "
                                "`layer_idx`, so its layer is unknown")
         if l in self.options:
-            raise _Unsupported(f"layer {l} called attention twice in one pass (shared or repeated layers)")
+            raise Unsupported(f"layer {l} called attention twice in one pass (shared or repeated layers)")
         return l
 
 # %% ../nbs/06_hf.ipynb #f6e50d57
@@ -203,21 +214,46 @@ def _read_options(self:_Tap, module, mask:Tensor|None, T:int, kwargs:dict) -> di
     return dict(causal=causal, window=window, scale=kwargs.get('scaling'))
 
 @patch
-def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict):
-    "Emit `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` of one attention call."
+def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict) -> int:
+    "Emit `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` of one attention call; its layer l."
     if q.shape[2] != k.shape[2]:
-        raise _Unsupported("queries and keys of different lengths (a KV cache or cross-attention)")
-    if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]: raise _Unsupported(f"attention with {bad}")
+        raise Unsupported("queries and keys of different lengths (a KV cache or cross-attention)")
+    if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]: raise Unsupported(f"attention with {bad}")
     l = self.layer(module)
     self.options[l] = self._read_options(module, mask, q.shape[2], kwargs)
     for what, x in (('q', q), ('k', k), ('v', v)):
         if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.options[l])
+    return l
+
+# %% ../nbs/06_hf.ipynb #5947ef3c
+@dataclass
+class EditPlan:
+    "Query heads a pass edits inside attention, {layer: [heads]}, and how: `scores(s, heads) -> s` before the softmax."
+    by_layer:dict                        # {layer: [query heads]}
+    scores:Callable|None = None          # None: zero the heads' outputs instead
+
+# %% ../nbs/06_hf.ipynb #eed50020
+def _edited_attention(q:Tensor, k:Tensor, v:Tensor, heads:list[int], edit:Callable, causal:bool=True,
+                      window:int|None=None, scale:float|None=None) -> tuple[Tensor, Tensor]:
+    "Eager attention with `edit(scores, heads)` applied before the softmax: output (B, T, H, d_v) and weights."
+    G = q.shape[1] // k.shape[1]
+    k, v = repeat_kv(k, G), repeat_kv(v, G)
+    s = (q.float() @ k.float().transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    s = edit(s.masked_fill(~_pattern(s.shape[-1], causal, window, s.device), -math.inf), heads)
+    w = NORMALISERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
+    return (w.to(v.dtype) @ v).transpose(1, 2).contiguous(), w.to(q.dtype)
 
 # %% ../nbs/06_hf.ipynb #032cdf2d
 def _sink_sdpa(module, query, key, value, attention_mask, **kwargs):
-    "sdpa attention that first hands q, k and v to the active tap."
-    if _ACTIVE: _ACTIVE[-1](module, query, key, value, attention_mask, kwargs)
-    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    "sdpa, with q, k and v handed to the active pass's tap first, and the heads its edit plan names edited."
+    tap = _ACTIVE[-1] if _ACTIVE else None
+    layer = tap(module, query, key, value, attention_mask, kwargs) if tap is not None else None
+    heads = tap.edit.by_layer.get(layer) if tap is not None and tap.edit is not None else None
+    if heads and tap.edit.scores is not None:
+        return _edited_attention(query, key, value, heads, tap.edit.scores, **tap.options[layer])
+    out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)          # (B, T, H, d_v)
+    if heads: out = out.clone(); out[:, :, heads] = 0.
+    return out, w
 
 AttentionInterface.register(_IMPL, _sink_sdpa)
 AttentionMaskInterface.register(_IMPL, sdpa_mask)
@@ -239,7 +275,7 @@ def _active(tap:_Tap):
     try: yield tap
     finally: _ACTIVE.remove(tap)
 
-def _streamable(model) -> bool:
+def can_stream(model) -> bool:
     "Does the model's code call attention through the AttentionInterface (so it can run `sink_nb_sdpa`)?"
     return bool(getattr(model, '_supports_attention_backend', False) and getattr(model, '_supports_sdpa', False)
                 and model._can_set_attn_implementation())
@@ -280,14 +316,15 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
     if 'use_cache' in inspect.signature(m.forward).parameters: kwargs['use_cache'] = False
     return m(input_ids=ids, **kwargs)
 
-def _stream(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True) -> tuple[object, dict]:
+def _stream(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
+            ) -> tuple[object, dict]:
     "Forward under `sink_nb_sdpa`, emitting q, k, v and the residual stream: the output and each layer's α options."
     blocks = _blocks(model); _warn_no_blocks(model, blocks, wants)
-    tap = _Tap(blocks, emit, wants)
+    tap = _Tap(blocks, emit, wants, edit)
     with _attn_implementation(model, _IMPL), _active(tap), _block_hooks(blocks, emit, wants):
         out = _call(model, ids, base)
     if not tap.options:
-        raise _Unsupported(f"{type(model).__name__} made no attention call through the AttentionInterface")
+        raise Unsupported(f"{type(model).__name__} made no attention call through the AttentionInterface")
     return out, tap.options
 
 # %% ../nbs/06_hf.ipynb #027b4a5f
@@ -306,44 +343,91 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
 BACKENDS = ('auto', 'stream', 'eager')
 
 # %% ../nbs/06_hf.ipynb #86d9c462
-def _fallback(model, backend:str, why:str) -> tuple[str, str]:
-    "('eager', why) with a warning for backend='auto'; a ValueError for backend='stream'."
+_STREAMED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
+
+def _asked(model, wants:Callable[[str], bool]) -> tuple[bool, bool]:
+    "Does `wants` ask for q, k or v of some layer (a streamed pass gives them), and for the weights (eager gives them)?"
+    L = getattr(model.config.get_text_config(), 'num_hidden_layers', None) or 1
+    asks = lambda points: any(wants(f'blocks.{l}.{p}') for l in range(L) for p in points)
+    return asks(_STREAMED), asks(('attn.hook_pattern',))
+
+def _fallback(model, backend:str, why:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
+    "('eager', why) with a warning for backend='auto'; an error where eager attention cannot give what was asked for."
+    name = type(model).__name__
+    if edit is not None: raise ValueError(f"heads of {name} cannot be edited: {why}")
     if backend == 'stream':
-        raise ValueError(f"`backend='stream'` is not possible for {type(model).__name__}: {why}; use 'auto' or 'eager'")
-    warnings.warn(f"{type(model).__name__}: measuring with eager attention (T×T weights, no q/k/v statistics) "
-                  f"instead of streaming, because {why}", stacklevel=4)
+        raise ValueError(f"`backend='stream'` is not possible for {name}: {why}; use 'auto' or 'eager'")
+    qkv, pattern = _asked(model, wants)
+    if qkv and not pattern:
+        raise ValueError(f"{name} cannot stream ({why}), and eager attention hands over no hook_q, hook_k or hook_v: "
+                         "ask for attn.hook_pattern instead")
+    warnings.warn(f"{name}: measuring with eager attention (T×T weights, no q/k/v statistics) instead of streaming, "
+                  f"because {why}", stacklevel=5)
     return 'eager', why
 
-def _route(model, backend:str) -> tuple[str, str]:
-    "The path a pass takes first, and why."
-    if backend == 'eager': return 'eager', 'requested'
-    if not _streamable(model):
-        return _fallback(model, backend, "its code does not call attention through the AttentionInterface")
+def _route(model, backend:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
+    "The path a pass takes first, and why: the names asked for and the model decide; what no path gives is refused."
+    qkv, pattern = _asked(model, wants)
+    if backend == 'eager':
+        if edit is not None: raise ValueError("`edit` needs a streamed pass: use backend='stream' or 'auto'")
+        if qkv and not pattern: raise ValueError("`backend='eager'` hands over attention weights (attn.hook_pattern), "
+                                                 "not hook_q, hook_k or hook_v: ask for the pattern, or use 'auto'")
+        return 'eager', 'requested'
+    if pattern and not qkv:
+        if backend == 'stream' or edit is not None:
+            raise ValueError("a streamed pass hands over hook_q, hook_k and hook_v, not attn.hook_pattern (T×T "
+                             "weights): use backend='eager' or 'auto'")
+        return 'eager', 'attn.hook_pattern was asked for: T×T weights come from eager attention'
+    if not can_stream(model):
+        return _fallback(model, backend, "its code does not call attention through the AttentionInterface", wants, edit)
     return 'stream', 'the model calls attention through the AttentionInterface'
 
 # %% ../nbs/06_hf.ipynb #a771e5a5
+class Pass(NamedTuple):
+    "One pass of `run_with_hooks`: the model's output, the hook that saw it, the path and why, α options per layer."
+    output:object
+    hook:Callable
+    route:str                     # 'stream' or 'eager'
+    reason:str
+    options:dict                  # {layer: importance_from_qk options} of a streamed pass; {} for eager
+
 @torch.no_grad()
+def run_with_hooks(
+    model,                        # a loaded transformers model
+    ids:Tensor,                   # token ids (B, T)
+    new_hook:Callable,            # () -> hook(name, value, **options); called again if the pass falls back to eager
+    names_filter=None,            # hook name, list of names, predicate on names, or None (all)
+    backend:str='auto',           # 'auto' (as the names and the model allow), 'stream' (q, k, v) or 'eager' (pattern)
+    edit:EditPlan|None=None,      # heads to edit inside attention (a streamed pass)
+    base:bool=False,              # the base model only: hidden states out, no LM head
+) -> Pass:
+    "One forward pass handing each value `names_filter` selects to a hook as it is computed, named as in `SinkLM`."
+    check_choice(backend, 'backend', BACKENDS)
+    wants = name_filter(names_filter)
+    (route, reason), hook = _route(model, backend, wants, edit), new_hook()
+    ids = ids.to(next(model.parameters()).device)
+    if route == 'stream':
+        try:
+            out, options = _stream(model, ids, hook, wants, base, edit)
+            return Pass(out, hook, route, reason, options)
+        except Unsupported as e: (route, reason), hook = _fallback(model, backend, str(e), wants, edit), new_hook()
+    return Pass(_eager(model, ids, hook, wants, base), hook, route, reason, {})
+
+class _Cache(dict):
+    "A hook that keeps every value it is handed."
+    def __call__(self, name:str, x:Tensor, **options): self[name] = x.detach()
+
 def run_with_cache(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
-    backend:str='auto',           # 'auto' (stream when possible), 'stream' (q, k, v) or 'eager' (pattern)
+    backend:str='auto',           # as `run_with_hooks`
     options:dict|None=None,       # if a dict: filled with {layer: importance_from_qk options} of a streamed pass
 ) -> tuple[object, dict[str, Tensor]]:  # the model's output and {hook name: value}
     "The model's output on `ids` and the values of the hook points `names_filter` selects, named as in `SinkLM`."
-    check_choice(backend, 'backend', BACKENDS)
-    keep, cache, (route, _) = name_filter(names_filter), {}, _route(model, backend)
-    def emit(name, x, **opts): cache[name] = x.detach()
-    ids = ids.to(next(model.parameters()).device)
-    if route == 'stream':
-        try:
-            out, opts = _stream(model, ids, emit, keep, base=False)
-            if options is not None: options.update(opts)
-            return out, cache
-        except _Unsupported as e:
-            route, _ = _fallback(model, backend, str(e))
-            cache.clear()
-    return _eager(model, ids, emit, keep, base=False), cache
+    p = run_with_hooks(model, ids, _Cache, names_filter, backend)
+    if options is not None: options.update(p.options)
+    return p.output, dict(p.hook)
 
 # %% ../nbs/06_hf.ipynb #33e7e62f
 def pattern_from_hf(
@@ -376,22 +460,19 @@ def _layer_number(name:str) -> int: return int(name.split('.')[1])
 def _run(model, ids:Tensor, batch_size:int, activations:bool, backend:str, progress:bool
          ) -> tuple[Tensor, dict, str, str]:    # α (N, L, H, T), statistics, path, reason
     "α (N, L, H, T) and statistics of all batches, each through a SinkMeter; the path that ran and why."
-    route, reason = _route(model, backend)
-    device, alphas, stats = next(model.parameters()).device, [], {}
+    new_meter = lambda: SinkMeter(activations=activations)
+    alphas, stats, used, wants = [], {}, None, new_meter().wants
     for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
-        batch, meter = ids[i0:i0 + batch_size].to(device), SinkMeter(activations=activations)
-        if route == 'stream':
-            try: _stream(model, batch, meter, meter.wants)
-            except _Unsupported as e:
-                (route, reason), meter = _fallback(model, backend, str(e)), SinkMeter(activations=activations)
-        if route == 'eager': _eager(model, batch, meter, meter.wants)
-        a, s = meter.result()
+        p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, backend, base=True)
+        if used is None or p.route != used[0]: used = p.route, p.reason
+        if p.route == 'eager': backend = 'eager'                # a fallback is said once, then kept
+        a, s = p.hook.result()
         alphas.append(a)
         for name, v in s.items(): stats.setdefault(name, []).append(v)
-    if activations and route == 'eager':
+    if activations and used[0] == 'eager':
         warnings.warn("eager attention hands over no q, k, v: k_norm, v_norm, qk1_cos and qk1_norm are unavailable",
                       stacklevel=3)
-    return torch.cat(alphas), {name: torch.cat(v) for name, v in stats.items()}, route, reason
+    return torch.cat(alphas), {name: torch.cat(v) for name, v in stats.items()}, *used
 
 # %% ../nbs/06_hf.ipynb #57afb47d
 def _check_texts(texts):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_intervene.ipynb #1df6948e
 from __future__ import annotations
-import contextlib, math
+import math
 from itertools import product
 
 import pandas as pd
@@ -12,20 +12,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
-from transformers import AttentionInterface, PreTrainedModel
-from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers import PreTrainedModel
 
-from .attention import NORMALISERS
 from .checks import check_choice, check_int
 from .data import probe_batch
-from .hf import _SCORE_CHANGERS, _ACTIVE, _Tap, _Unsupported, _active, _attn_implementation, _block_index
-from .hf import _blocks, _call, _streamable, run_with_cache
+from .hf import EditPlan, can_stream, run_with_cache, run_with_hooks
 from .metrics import SinkMeter
 from .model import SinkLM
 
 # %% auto #0
-__all__ = ['KINDS', 'edit_scores', 'sinklm_hooks', 'intervene', 'head_groups']
+__all__ = ['KINDS', 'edit_scores', 'sinklm_hooks', 'edit_plan', 'check_model', 'intervene', 'head_groups']
 
 # %% ../nbs/06_intervene.ipynb #489fdee2
 KINDS = ('mask_sink', 'mean_sink', 'zero_head')
@@ -61,61 +57,11 @@ def sinklm_hooks(by_layer:dict[int, list[int]], kind:str) -> list:
     return [(f'blocks.{l}.attn.hook_attn_scores', lambda s, hook, hs=hs: edit_scores(s, hs, kind))
             for l, hs in by_layer.items()]
 
-# %% ../nbs/06_intervene.ipynb #29040bce
-_IMPL = 'sink_nb_edit'
-_PLANS: list = []          # edits of the passes running now (innermost last)
-
-class _Plan:
-    "Which heads of which layer to edit, and how."
-    def __init__(self, blocks, by_layer:dict[int, list[int]], kind:str):
-        self.layer_of, self.by_layer, self.kind = _block_index(blocks), by_layer, kind
-    def heads_of(self, module) -> list[int]|None:
-        return self.by_layer.get(self.layer_of.get(module, getattr(module, 'layer_idx', None)))
-
-@contextlib.contextmanager
-def _planned(plan:_Plan):
-    _PLANS.append(plan)
-    try: yield plan
-    finally: _PLANS.remove(plan)
-
-# %% ../nbs/06_intervene.ipynb #b15b29df
-def _visible(mask:Tensor|None, s:Tensor, is_causal:bool) -> tuple[Tensor, Tensor]:
-    "Scores with an additive mask applied, and which keys each query sees, from a bool, float or absent mask."
-    T, S = s.shape[-2:]
-    if mask is None:
-        vis = torch.ones(T, S, dtype=torch.bool, device=s.device)
-        return s, (vis.tril(S - T) if is_causal else vis)
-    mask = mask[..., :S]
-    if mask.dtype == torch.bool: return s, mask
-    return s + mask.float(), mask > torch.finfo(mask.dtype).min / 2
-
-# %% ../nbs/06_intervene.ipynb #2661ab7d
-def _edited_attention(module, query, key, value, mask, heads:list[int], kind:str, scaling=None, **kwargs):
-    "Eager attention of one layer with `edit_scores` applied to `heads`: output (B, T, H, d_v) and weights."
-    if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]:
-        raise ValueError(f"intervene cannot edit {type(module).__name__}: its attention also takes {bad}")
-    G = query.shape[1] // key.shape[1]
-    k, v = repeat_kv(key, G), repeat_kv(value, G)
-    s = (query.float() @ k.float().transpose(-1, -2)) * (scaling if scaling is not None else query.shape[-1] ** -0.5)
-    s, vis = _visible(mask, s, kwargs.get('is_causal') or getattr(module, 'is_causal', True))
-    s = edit_scores(s.masked_fill(~vis, -math.inf), heads, kind)
-    w = NORMALISERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
-    return (w.to(v.dtype) @ v).transpose(1, 2).contiguous(), w.to(query.dtype)
-
-# %% ../nbs/06_intervene.ipynb #ee42366f
-def _edit_attention(module, query, key, value, attention_mask, **kwargs):
-    "sdpa, or the edited eager attention where the active plan edits this layer; the active tap sees q, k, v first."
-    if _ACTIVE: _ACTIVE[-1](module, query, key, value, attention_mask, kwargs)
-    plan = _PLANS[-1] if _PLANS else None
-    heads = plan.heads_of(module) if plan is not None else None
-    if heads and plan.kind != 'zero_head':
-        return _edited_attention(module, query, key, value, attention_mask, heads, plan.kind, **kwargs)
-    out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)          # (B, T, H, d_v)
-    if heads: out = out.clone(); out[:, :, heads] = 0.
-    return out, w
-
-AttentionInterface.register(_IMPL, _edit_attention)
-AttentionMaskInterface.register(_IMPL, sdpa_mask)
+# %% ../nbs/06_intervene.ipynb #8b50ca8c
+def edit_plan(by_layer:dict[int, list[int]], kind:str) -> EditPlan:
+    "The `hf.EditPlan` of edit `kind` on the heads of each layer: their scores edited, or their outputs zeroed."
+    check_choice(kind, 'kind', KINDS)
+    return EditPlan(by_layer, None if kind == 'zero_head' else lambda s, heads: edit_scores(s, heads, kind))
 
 # %% ../nbs/06_intervene.ipynb #084e9403
 def _sizes(model) -> tuple[int, int]:
@@ -125,7 +71,7 @@ def _sizes(model) -> tuple[int, int]:
     return c.num_hidden_layers, c.num_attention_heads
 
 # %% ../nbs/06_intervene.ipynb #0a30f825
-def _check_model(model):
+def check_model(model):
     "A SinkLM, or a transformers causal LM whose attention runs through the AttentionInterface."
     if isinstance(model, SinkLM): return
     if not isinstance(model, PreTrainedModel):
@@ -133,7 +79,7 @@ def _check_model(model):
     if not (model.can_generate() and not model.config.is_encoder_decoder):
         raise ValueError(f"{type(model).__name__} is not a causal LM with its head: load it with "
                          "AutoModelForCausalLM (or `stream.load_causal_lm`) so the loss can be read")
-    if not _streamable(model):
+    if not can_stream(model):
         raise ValueError(f"{type(model).__name__} does not call attention through transformers' AttentionInterface, "
                          "so its scores cannot be edited inside the attention function")
     options = {}                                                   # read causality off the model's own masks
@@ -144,17 +90,15 @@ def _check_model(model):
 # %% ../nbs/06_intervene.ipynb #56862f87
 @torch.inference_mode()
 def _pass(model, ids:Tensor, by_layer:dict, kind:str) -> tuple[float, Tensor]:   # NLL summed, α (B, L, H, P)
-    "Next-token loss and α of one batch with the edit applied."
+    "Next-token loss and α of one batch with the edit applied: SinkLM hooks, or `hf.run_with_hooks` with a plan."
     if isinstance(model, SinkLM):
         meter = SinkMeter(model.metric_options)
         with model.hooks(sinklm_hooks(by_layer, kind) + [(meter.wants, lambda x, hook: meter(hook.name, x))]):
             logits = model(ids)
     else:
-        meter, blocks = SinkMeter(), _blocks(model)
-        with _attn_implementation(model, _IMPL), _active(_Tap(blocks, meter, meter.wants)), \
-             _planned(_Plan(blocks, by_layer, kind)):
-            try: logits = _call(model, ids, base=False).logits
-            except _Unsupported as e: raise ValueError(f"intervene cannot measure {type(model).__name__}: {e}") from e
+        try: p = run_with_hooks(model, ids, SinkMeter, SinkMeter().wants, 'stream', edit_plan(by_layer, kind))
+        except ValueError as e: raise ValueError(f"intervene cannot measure {type(model).__name__}: {e}") from e
+        logits, meter = p.output.logits, p.hook
     nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction='sum')
     return nll.item(), meter.result()[0]
 
@@ -232,7 +176,7 @@ def intervene(
     kinds = [kind] if isinstance(kind, str) else list(kind)
     if not kinds: raise ValueError(f"`kind` is empty: give one or more of {list(KINDS)}")
     for k in kinds: check_choice(k, 'kind', KINDS)
-    _check_model(model)
+    check_model(model)
     L, H = _sizes(model)
     named = heads if isinstance(heads, dict) else {'heads': heads}
     groups = {name: _by_layer(g, L, H, name) for name, g in named.items()}

@@ -229,11 +229,9 @@ def long_ids(tokenizer, T:int) -> Tensor:
 
 # %% ../nbs/06_stream.ipynb #14b457ed
 def load_causal_lm(model_or_id, dtype=None, device='cpu'):
-    "A transformers causal LM (with its head) and tokenizer from a hub id, a folder or a GGUF file, in eval mode."
-    from transformers import AutoModelForCausalLM, PreTrainedModel
-    from sink_nb.hf import _reading, _source, _tokenizer
-    if isinstance(model_or_id, PreTrainedModel): return model_or_id.eval(), None
-    src, kw = _source(model_or_id)
-    with _reading(model_or_id, kw):
-        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype or torch.float32, **kw).to(device)
-    return model.eval(), _tokenizer(None, model_or_id)
+    "A transformers causal LM (with its head) and tokenizer, in eval mode, through `hf.load_model` (float32 on CPU)."
+    from sink_nb.hf import load_model
+    if isinstance(model_or_id, torch.nn.Module): dtype = device = None           # a loaded model stays as it is
+    else: dtype = dtype or torch.float32
+    model, tokenizer, _ = load_model(model_or_id, dtype=dtype, device=device, head='causal_lm')
+    return model, tokenizer

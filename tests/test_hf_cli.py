@@ -80,3 +80,13 @@ def test_heads_refuses_what_it_cannot_do(tiny_gpt2):
     assert out.returncode == 1 and 'no head sinks at this ε' in out.stderr, out.stderr
     out = run('heads', MINILM, '--n', '1', '--T', '16', '--intervene', '--eps', '0.05', '--quiet')
     assert out.returncode == 1 and 'bidirectional' in out.stderr and 'Traceback' not in out.stderr, out.stderr
+
+
+def test_heads_runs_where_it_is_told(tiny_gpt2):
+    out = run('heads', tiny_gpt2, '--T', '16', '--n', '2', '--device', 'cpu', '--dtype', 'bfloat16', '--quiet')
+    assert out.returncode == 0, out.stderr
+    assert '(cpu, bfloat16)' in out.stdout.splitlines()[0], out.stdout        # the model ran where the flags said
+    import torch
+    if not torch.cuda.is_available():
+        out = run('heads', tiny_gpt2, '--T', '16', '--n', '2', '--device', 'cuda', '--quiet')
+        assert out.returncode == 1 and 'no CUDA device' in out.stderr and 'Traceback' not in out.stderr, out.stderr
