@@ -1,6 +1,6 @@
 """House rules that CI can check: short lines and functions in the package, no unused imports, no module over ~600
 lines, chapters whose exported cells are followed by examples, and a CLI that answers --help without importing torch."""
-import ast, json, statistics, subprocess, sys
+import ast, json, re, statistics, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +75,16 @@ def test_saved_notebooks_stay_small(path):
     nb = json.loads(path.read_text())
     assert 'widgets' not in nb.get('metadata', {}), f'{path.name} holds saved widget state: re-run it with .ci/refresh'
     assert path.stat().st_size < NOTEBOOK_MAX_BYTES, f'{path.name} is {path.stat().st_size:,} bytes (limit {NOTEBOOK_MAX_BYTES:,})'
+
+
+def test_chapters_are_numbered_in_import_order():
+    "One number per chapter, and a chapter (its exports and its tests) imports only from lower-numbered chapters."
+    numbers, imports = {}, {}
+    for path in CHAPTERS:
+        source = '\n'.join(src for src, kind in chapter_cells(path) if kind == 'code')
+        module = re.search(r'#\| default_exp (\w+)', source).group(1)
+        numbers[module] = int(path.name[:2])
+        imports[module] = set(re.findall(r'(?:from|import) sink_nb\.(\w+)', source)) - {module}
+    assert len(set(numbers.values())) == len(numbers), f'two chapters share a number: {sorted(numbers.items())}'
+    forward = {m: sorted(d for d in deps if d in numbers and numbers[d] > numbers[m]) for m, deps in imports.items()}
+    assert not any(forward.values()), f'chapters importing from later chapters: { {m: f for m, f in forward.items() if f} }'
