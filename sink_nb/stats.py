@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json, warnings
 from contextlib import contextmanager, nullcontext
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from .train import RunData, eval_set, evaluate, load_run_config, train
 # %% auto #0
 __all__ = ['MITIGATIONS', 'STAT_COLUMNS', 'mitigation_config', 'load_run', 'sink_at', 'first_step_above', 'residual_outliers',
            'quantise_int8', 'fake_int8', 'quantisation_cost', 'variant_of', 'run_stats', 'summarise', 'stats_table',
-           'variant_labels', 'compare_runs', 'train_mitigations']
+           'variant_labels', 'compare_runs', 'cpu_settings', 'cpu_curve', 'paper_row', 'train_mitigations']
 
 # %% ../nbs/10_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -191,6 +192,31 @@ def compare_runs(run_dirs, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_sa
     for row, r in zip(rows, runs): row['variant'] = labels[r]
     summarise(rows)                                         # refuses one seed twice before anything is shown
     return rows
+
+# %% ../nbs/10_stats.ipynb #b89ed2c8
+def cpu_settings(steps:int=200, eval_every:int=25) -> dict:
+    "TrainConfig overrides of a CPU-scale demo run: `steps`, an evaluation every `eval_every`, a checkpoint at the end."
+    steps, eval_every = check_int(steps, 'steps', 1), check_int(eval_every, 'eval_every', 1)
+    return dict(steps=steps, eval_every=eval_every, checkpoint_every=steps, progress=False,
+                corpus_args=dict(n=steps * 64 + 256))          # bigram-backcopy rows: a fresh batch for every step
+
+def cpu_curve(label:str, out, steps:int=200, eval_every:int=25, config:str='demo-softmax', data=None,
+              **overrides) -> 'pd.DataFrame':
+    "Train `config` at CPU scale with `overrides` into out/label; its evaluations (step, val_loss, sink1…, sink_star)."
+    settings = cpu_settings(steps, eval_every) | overrides | dict(out_dir=str(Path(out) / label))
+    frame = Run(train(*load_run_config(config, settings)[:2], data=data)).frame()
+    frame = frame.rename(columns=lambda c: 'sink' + c[5:] if c[5:].isdigit() else c)
+    return frame.assign(variant=label).astype({'sink_star': float})             # NaN: no slot
+
+def paper_row(name:str, *settings:str) -> dict:
+    "A shipped config beside the paper: its name, the `settings` named (model or train fields), the paper's Sink."
+    model_cfg, train_cfg, paper = load_run_config(name)
+    values = asdict(train_cfg) | asdict(model_cfg)
+    if unknown := [s for s in settings if s not in values]:
+        raise ValueError(f"`settings` names no SinkConfig or TrainConfig field: {unknown}")
+    star = {'paper_sink_star': paper['sink_star']} if 'sink_star' in paper else {}
+    return dict(config=name) | {s: values[s] for s in settings} | dict(paper_k=paper.get('k', 1),
+                                                                       paper_sink=paper['sink_rate']) | star
 
 # %% ../nbs/10_stats.ipynb #0fd0c748
 def _train_one(name:str, seed:int, steps:int, out:str, threads:int) -> str:
