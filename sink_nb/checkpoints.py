@@ -96,6 +96,7 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     from safetensors.torch import save_file
     ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
     model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
+    list_checkpoints(run_dir)                                  # a linked checkpoints/ is refused before any write
     ckpts.mkdir(parents=True, exist_ok=True); _check_space(ckpts, list(model_state.values()) * 3)   # + Adam's moments
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     try:
@@ -115,20 +116,38 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
 
 # %% ../nbs/04_checkpoints.ipynb #12c1320e
 def list_checkpoints(run_dir:Path) -> list[int]:
-    "Steps of the complete checkpoints of a run, ascending."
+    "Steps of the complete checkpoints of a run, ascending; a linked checkpoints/ is refused, linked steps are skipped."
     d = Path(run_dir) / 'checkpoints'
+    if d.is_symlink():
+        raise ValueError(f"{d} is a link to {os.readlink(d)}: a run's checkpoints are read and written only in its own "
+                         "folder; replace the link with the folder it points to")
     if not d.exists(): return []
-    done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
-    return sorted(int(p.name[5:]) for p in done)
+    done = [p for p in d.glob('step-*') if p.is_dir() and not p.is_symlink() and p.name[5:].isdigit()
+            and (p / 'state.json').exists()]
+    return sorted(int(p.name[5:]) for p in done if _recorded_step(p) == int(p.name[5:]))   # a renamed copy is none
+
+def _recorded_step(d:Path) -> int|None:
+    "The step a checkpoint folder's state.json records (None when unreadable)."
+    try: return json.loads((d / 'state.json').read_text()).get('step')
+    except (OSError, ValueError, AttributeError): return None
 
 # %% ../nbs/04_checkpoints.ipynb #2d58f4b1
+_VERIFIED = ('model.safetensors', 'optimizer.safetensors', 'rng.safetensors')
+
 def load_checkpoint(run_dir:Path, step:int) -> dict:
-    "The model weights, optimizer state, RNG state and run state of checkpoint `step`, verified."
+    "The model weights, optimizer state, RNG state and run state of checkpoint `step`, every file verified."
     from safetensors.torch import load_file
     d = Path(run_dir) / 'checkpoints' / f'step-{step}'
+    if links := [p.name for p in [d, *d.iterdir()] if p.is_symlink()]:
+        raise ValueError(f"{d} holds links ({', '.join(links)}): a checkpoint is read only from its own files")
     state = json.loads((d / 'state.json').read_text())
-    for name, digest in state.pop('sha256', {}).items():
-        if not (d / name).exists() or _sha256(d / name) != digest:
+    sums = state.pop('sha256', None)
+    if not isinstance(sums, dict) or set(_VERIFIED) - set(sums):
+        raise ValueError(f"{d / 'state.json'} lacks the checksums of {list(_VERIFIED)}: the files cannot be verified")
+    if state.get('step') != step:
+        raise ValueError(f"{d} says it is step {state.get('step')!r}: a checkpoint copied or renamed by hand")
+    for name, digest in sums.items():
+        if not (d / name).is_file() or _sha256(d / name) != digest:
             raise ValueError(f"{d / name} is missing or damaged (checksum)")
     return dict(model=load_file(str(d / 'model.safetensors')), optimizer=load_tree(d / 'optimizer.safetensors'),
                 rng=load_tree(d / 'rng.safetensors'), state=state)
@@ -138,6 +157,6 @@ def latest_good_checkpoint(run_dir:Path) -> dict|None:
     "The newest checkpoint that loads and verifies, warning about any newer one that does not; None if there is none."
     for step in reversed(list_checkpoints(run_dir)):
         try: return load_checkpoint(run_dir, step)
-        except (OSError, ValueError, json.JSONDecodeError) as e:
+        except (OSError, ValueError, SafetensorError) as e:
             warnings.warn(f"checkpoint step-{step} of {run_dir} cannot be used ({e}); trying the one before")
     return None

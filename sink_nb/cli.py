@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_cli.ipynb #5bf64225
 from __future__ import annotations
-import argparse, json, os, time
+import argparse, json, os, tempfile, time
 from pathlib import Path
 
 from . import __version__
@@ -258,12 +258,12 @@ def run_measure(args) -> dict:
 # %% ../nbs/15_cli.ipynb #99578ef5
 PROBE_KINDS = ('natural', 'random', 'repeated')
 
-def _int_at_least(lo:int, hi:int|None=None):
-    expected = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+def _int_at_least(lo:int, hi:int=2 ** 31 - 1):
+    expected = f"an integer >= {lo}" if hi == 2 ** 31 - 1 else f"an integer in [{lo}, {hi}]"
     def parse(text:str) -> int:
         try: v = int(text)
         except ValueError: raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-        if v < lo or (hi is not None and v > hi): raise argparse.ArgumentTypeError(f"expected {expected}, got {v}")
+        if not lo <= v <= hi: raise argparse.ArgumentTypeError(f"expected {expected}, got {v}")
         return v
     return parse
 
@@ -274,12 +274,24 @@ def _eps(text:str) -> float:
     return v
 
 # %% ../nbs/15_cli.ipynb #fd0bf484
+def _path(text:str) -> Path:
+    "A path given on the command line; '' is refused (it would mean the current folder)."
+    if not text.strip(): raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
+    return Path(text)
+
 def _output_file(text:str) -> Path:
-    "A file to write, checked before any work: not a folder, in a folder that exists; an existing file is replaced."
-    p = Path(text)
+    "A file to write, checked before any work: not a folder, in a folder that exists and takes files; replaced."
+    p = _path(text)
     if p.is_dir(): raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-    if not p.parent.exists(): raise argparse.ArgumentTypeError(f"the folder {p.parent} does not exist")
+    if not p.parent.is_dir(): raise argparse.ArgumentTypeError(f"the folder {p.parent} does not exist")
+    try: tempfile.TemporaryFile(dir=p.parent).close()
+    except OSError as e: raise argparse.ArgumentTypeError(f"cannot write in {p.parent} ({e.strerror or e})") from None
     return p
+
+def _save(path:Path, text:str):
+    "Write an output file; a failure (a full disk, a file removed under us) is one line, not a traceback."
+    try: path.write_text(text)
+    except OSError as e: raise SystemExit(f"sink-nb: cannot write {path} ({e.strerror or e})") from None
 
 # %% ../nbs/15_cli.ipynb #dce23560
 def _demo_parser(sub):
@@ -287,7 +299,7 @@ def _demo_parser(sub):
                        description='Train a softmax model and its sigmoid-attention twin on bigram-backcopy; print '
                                    'Sink_1 and write a chart. '
                                    'Replaces an earlier demo in the same folder.')
-    d.add_argument('--out', type=Path, default=Path('runs/demo'), help='folder for the runs, summary.json and '
+    d.add_argument('--out', type=_path, default=Path('runs/demo'), help='folder for the runs, summary.json and '
                                                                        'sink_rate.svg (default runs/demo)')
     d.add_argument('--steps', type=_int_at_least(50), default=600,
                    help='optimiser steps per model, at least 50 (default 600)')
@@ -302,7 +314,8 @@ def _prepare_parser(sub):
                        description='Tokenise a hub dataset, local files or a built-in corpus into token shards for '
                                    'training.')
     p.add_argument('source', help='hub id, local file or folder, or a built-in corpus (sherlock, python-docs)')
-    p.add_argument('--out', type=Path, required=True, help='folder to write (refused if it exists, unless --overwrite)')
+    p.add_argument('--out', type=_path, required=True,
+                   help='folder to write (refused if it exists, unless --overwrite)')
     p.add_argument('--tokenizer', default='bytes', help="'bytes', a transformers tokenizer name or folder, or a .gguf "
                                                         "file")
     p.add_argument('--split', default='train'); p.add_argument('--text-field', default='text')
@@ -348,7 +361,7 @@ def _measure_parser(sub):
                                                                   'the paper)')
     m.add_argument('--n', type=_int_at_least(1), default=100, help='samples (default 100, as the paper)')
     m.add_argument('--eps', type=_eps, default=0.3, help='sink threshold in (0, 1) (default 0.3)')
-    m.add_argument('--texts', type=Path, help='a UTF-8 text file, passages separated by blank lines (default: the '
+    m.add_argument('--texts', type=_path, help='a UTF-8 text file, passages separated by blank lines (default: the '
                                               'built-in text)')
     m.add_argument('--pack', action='store_true', help='pack texts into T-token samples instead of skipping shorter '
                                                        'ones')
@@ -378,11 +391,11 @@ def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> 
     "Print the table; write the chart and the rows when asked; the table."
     from sink_nb.stats import stats_table, summarise
     table = stats_table(rows); print(table)
-    if out_json: out_json.write_text(json.dumps(dict(rows=rows, summary=summarise(rows)), indent=1))
+    if out_json: _save(out_json, json.dumps(dict(rows=rows, summary=summarise(rows)), indent=1))
     if chart:
         panels = [dict(series=_mean_curves(rows, 1), ylabel='Sink_1 (%)', ylim=(0, 100)),
                   dict(series=_mean_curves(rows, 2), ylabel='validation loss')]
-        chart.write_text(svg_chart(panels, title=title, height=360))
+        _save(chart, svg_chart(panels, title=title, height=360))
     return table
 
 def _notes(rows:list[dict]):
@@ -410,6 +423,10 @@ def _check_mitigations_out(out:Path):
     for p in sorted(out.iterdir()) if out.is_dir() else []:
         if p.name in _MITIGATION_REPORTS and p.is_file() and not p.is_symlink(): continue
         seeds = sorted(p.iterdir()) if p.name in known and p.is_dir() and not p.is_symlink() else None
+        for q in seeds or []:
+            if q.is_dir() and not q.is_symlink() and Run(q).is_run and (foreign := Run(q).foreign()):
+                raise SystemExit(f"sink-nb mitigations: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
+                                 "write; training would replace that run, so move them away first")
         odd = [q for q in seeds or [] if not (q.name.startswith('seed') and q.is_dir() and not q.is_symlink()
                                               and (Run(q).is_run or not any(q.iterdir())))]
         if seeds is None or odd:
@@ -439,7 +456,7 @@ def run_mitigations(args) -> list[dict]:
 def _compare_parser(sub):
     c = sub.add_parser('compare', help='loss, Sink at several eps, outliers and int8 cost of trained runs, per variant',
                        description='Statistics of run folders written by `sink-nb train` (mean ± sd over seeds).')
-    c.add_argument('runs', nargs='+', type=Path, 
+    c.add_argument('runs', nargs='+', type=_path, 
                    help='run folders; runs of the same settings but the seed are seeds of one variant')
     c.add_argument('--eps', type=_eps, nargs='+', default=[0.1, 0.3, 0.5], help='sink thresholds (default 0.1 0.3 0.5)')
     c.add_argument('--chart', type=_output_file, help='write Sink_1 and val loss vs step (SVG) here')
@@ -458,7 +475,7 @@ def _mitigations_parser(sub):
                        description='Train demo-NAME for each mitigation and seed, then print and chart the comparison. '
                                    'Replaces earlier runs in OUT/NAME/seedK (only what sink_nb wrote); an OUT '
                                    'holding other files is refused before any training.')
-    m.add_argument('--out', type=Path, default=Path('runs/mitigations'), help='folder for the runs and the reports')
+    m.add_argument('--out', type=_path, default=Path('runs/mitigations'), help='folder for the runs and the reports')
     m.add_argument('--steps', type=_int_at_least(50), default=600, 
                    help='optimiser steps per run, at least 50 (default 600)')
     m.add_argument('--seeds', type=_int_at_least(1), default=3, help='seeds per mitigation (default 3)')
@@ -509,10 +526,10 @@ def run_stream(args) -> dict:
           f"position past the window of {args.window})")
     if args.chart:
         series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows] for p in args.policies}
-        args.chart.write_text(svg_chart([dict(series=series, ylabel='perplexity')],
+        _save(args.chart, svg_chart([dict(series=series, ylabel='perplexity')],
                                         title=f'window {args.window}, sinks {args.sinks}', width=640))
     if args.json:
-        args.json.write_text(json.dumps(dict(rows=rows, past_window=past, window=args.window, sinks=args.sinks)))
+        _save(args.json, json.dumps(dict(rows=rows, past_window=past, window=args.window, sinks=args.sinks)))
     return past
 
 def _stream_parser(sub):
@@ -577,7 +594,7 @@ def run_heads(args) -> dict:
         print(_group_summary(rows).to_string())
     out = dict(model=res.name, N=res.N, T=res.T, eps=args.eps, window=args.window, labels=counts.to_dict(),
                heads=table.to_dict('records'), intervene=None if rows is None else rows.to_dict('records'))
-    if args.json: args.json.write_text(json.dumps(out, default=float))
+    if args.json: _save(args.json, json.dumps(out, default=float))
     return out
 
 # %% ../nbs/15_cli.ipynb #7fdea383

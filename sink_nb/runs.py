@@ -131,12 +131,32 @@ def _settings(cls, values:dict):
 
 # %% ../nbs/05_runs.ipynb #8c57fd8d
 @patch
+def _own(self:Run, name:str) -> Path:
+    "The path of the run's file `name`, refused when it is a link: a run is read only from its own folder."
+    path = self.path / name
+    if path.is_symlink():
+        raise ValueError(f"{path} is a link to {os.readlink(path)}: a run's files are read only from its own folder; "
+                         "copy the file in, or remove the link")
+    return path
+
+def _check_size(raw, path:Path, limit:int=100_000):
+    "Refuse settings that expand past `limit` values: YAML aliases can make a few lines stand for billions."
+    todo, n = [raw], 0
+    while todo:
+        x, n = todo.pop(), n + 1
+        if n > limit:
+            raise ValueError(f"{path} expands to more than {limit:,} values (YAML aliases?): not a run's settings")
+        if isinstance(x, dict): todo += [*x.keys(), *x.values()]
+        elif isinstance(x, list): todo += x
+
+@patch
 def _raw_config(self:Run) -> dict:
     "config.yaml as saved: a mapping with `model` and `train` sections (and `changes`); an error naming the file."
-    path = self.path / self.CONFIG
+    path = self._own(self.CONFIG)
     if not path.is_file(): raise FileNotFoundError(f"{self.path} is not a run folder: it has no {self.CONFIG}")
     try: raw = yaml.safe_load(path.read_text())
     except (yaml.YAMLError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not readable YAML ({e})") from None
+    _check_size(raw, path)
     if not (isinstance(raw, dict) and all(isinstance(raw.get(s), dict) for s in ('model', 'train'))
             and set(raw) <= {'model', 'train', 'changes'}):
         got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
@@ -235,12 +255,12 @@ def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
 @patch
 def metrics(self:Run, quiet:bool=False) -> list[Evaluation]:
     "The run's evaluations, checked, in step order; bad lines are named in a warning (unless `quiet`) and dropped."
-    return [r for r in _read_log(self.path / self.METRICS, quiet) if isinstance(r, Evaluation)]
+    return [r for r in _read_log(self._own(self.METRICS), quiet) if isinstance(r, Evaluation)]
 
 @patch
 def events(self:Run) -> list[Event]:
     "What happened to the run besides evaluations: resumes (with their accepted changes), a non-finite stop."
-    return [r for r in _read_log(self.path / self.METRICS, quiet=True) if isinstance(r, Event)]
+    return [r for r in _read_log(self._own(self.METRICS), quiet=True) if isinstance(r, Event)]
 
 # %% ../nbs/05_runs.ipynb #b9dd9a45
 @patch
@@ -259,15 +279,32 @@ def checkpoints(self:Run) -> list[int]:
     return list_checkpoints(self.path)
 
 @patch
+def check_checkpoint(self:Run, ckpt:dict) -> dict:
+    "`ckpt` if it was trained under the run's settings (or changes accepted on resume); else an error naming them."
+    step, saved = ckpt['state'].get('step'), ckpt['state'].get('settings')
+    if not isinstance(saved, dict):
+        warnings.warn(f"checkpoint step {step} of {self.path} records no settings (an older sink_nb wrote it): "
+                      f"it cannot be checked against {self.CONFIG}", stacklevel=3)
+        return ckpt
+    now = self.settings()
+    accepted = {k for c in self.config.changes if isinstance(c, dict) for k in c.get('changes') or {}}
+    differ = [k for k in now.keys() | saved.keys() if now.get(k) != saved.get(k)]
+    if wrong := sorted(k for k in differ if k.split('.', 1)[1] not in accepted):
+        shown = ', '.join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in wrong[:4])
+        raise ValueError(f"{self.path}: checkpoint step {step} was trained with other settings than {self.CONFIG} "
+                         f"holds ({shown}); the file was edited after training: restore it, or train a new run")
+    return ckpt
+
+@patch
 def checkpoint(self:Run, step:int|None=None) -> dict:
-    "Checkpoint `step`, verified (default: the newest that verifies); an error when there is none."
+    "Checkpoint `step`, verified, and trained under the run's settings (default: the newest good one)."
     if step is None:
         if (ckpt := latest_good_checkpoint(self.path)) is None:
             raise FileNotFoundError(f"{self.path} holds no complete checkpoint")
-        return ckpt
+        return self.check_checkpoint(ckpt)
     if step not in self.checkpoints:
         raise ValueError(f"`step`={step} is not a checkpoint of {self.path}; it has {self.checkpoints}")
-    return load_checkpoint(self.path, step)
+    return self.check_checkpoint(load_checkpoint(self.path, step))
 
 # %% ../nbs/05_runs.ipynb #aa6c1154
 @patch
@@ -275,7 +312,11 @@ def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
     "The run's model at checkpoint `step` (default: the newest good one), on CPU in eval mode, and that step."
     ckpt = self.checkpoint(step)
     model = SinkLM(self.config.model)
-    model.load_state_dict(ckpt['model'])
+    try: model.load_state_dict(ckpt['model'])
+    except RuntimeError as e:                                      # a checkpoint older than settings stamps
+        why = ' '.join(line.strip() for line in str(e).splitlines()[:2])
+        raise ValueError(f"{self.path}: the weights of checkpoint step {ckpt['state']['step']} do not fit the model "
+                         f"{self.CONFIG} describes ({why})") from None
     return model.eval(), ckpt['state']['step']
 
 # %% ../nbs/05_runs.ipynb #218ac591
@@ -333,7 +374,7 @@ def save_eval_set(self:Run, evals:EvalSet):
 @patch
 def eval_set(self:Run) -> EvalSet:
     "The validation batches and probe the run is evaluated on, verified against their checksum."
-    path = self.path / self.EVAL
+    path = self._own(self.EVAL)
     if not path.is_file():
         raise FileNotFoundError(f"{self.path} keeps no evaluation data ({self.EVAL}): it was written by an older "
                                 "sink_nb; give the data to measure it on explicitly (`data=`)")
@@ -350,11 +391,10 @@ def eval_set(self:Run) -> EvalSet:
 def result(self:Run, step:int|None=None) -> SinkResult:
     "α on the run's probe at checkpoint `step` (default: the newest good one): saved if its stamp fits, else measured."
     model, step = self.model(step)
-    stamp = dict(step=step, config=self.fingerprint())
-    try:
-        saved = SinkResult.load(self.path / self.RESULT) if (self.path / self.RESULT).is_file() else None
-    except (OSError, ValueError) as e:
-        warnings.warn(f"{self.path / self.RESULT} cannot be read ({e}); measuring the checkpoint again"); saved = None
+    stamp, path = dict(step=step, config=self.fingerprint()), self._own(self.RESULT)
+    try: saved = SinkResult.load(path) if path.is_file() else None
+    except (OSError, ValueError, SafetensorError) as e:
+        warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again"); saved = None
     if saved is not None and all(saved.metadata.get(k) == v for k, v in stamp.items()): return saved
     res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False)
     res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")
@@ -378,7 +418,7 @@ def write_summary(self:Run, summary:dict):
 def summary(self:Run) -> dict|None:
     "The finished run's summary; None when the run has not finished, or was continued or changed since it did."
     path, ckpts = self.path / self.SUMMARY, self.checkpoints
-    try: s = json.loads(path.read_text()) if path.is_file() else None
+    try: s = json.loads(path.read_text()) if path.is_file() and not path.is_symlink() else None
     except (OSError, ValueError): return None
     fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
     return s if fresh else None
@@ -432,6 +472,16 @@ def _remove_written(self:Run):
 
 # %% ../nbs/05_runs.ipynb #0ff24fdc
 @patch
+def _check_resumable(self:Run):
+    "A run goes on only in files of its own: no links in it, nothing foreign in checkpoints/ (old steps are pruned)."
+    ckpts = self.path / self.CHECKPOINTS
+    own = ckpts.is_dir() and not ckpts.is_symlink()
+    odd = [f'{self.CHECKPOINTS}/{e}' for e in _foreign_checkpoint_entries(ckpts)] if own else []
+    if bad := [p.name for p in sorted(self.path.iterdir()) if p.is_symlink() and p.name != self.LOCK] + odd:
+        raise FileExistsError(f"resuming {self.path} would read or delete through {', '.join(bad[:5])}, which the run "
+                              "did not write: move them away, or replace a link with what it points to")
+
+@patch
 def claim(self:Run, resume:bool=False, overwrite:bool=False):
     "Make the folder this run's: refuse other files unless resuming the run in it or replacing what sink_nb wrote."
     if self.path.exists() and not self.path.is_dir(): raise FileExistsError(f"{self.path} is a file, not a folder")
@@ -442,6 +492,7 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
             raise FileExistsError(f"{self.path} already holds {what} ({', '.join(contents[:5])}): pass resume=true to "
                                   "continue it or overwrite=true to replace it")
         self._remove_written()
+    if resume and self.is_run: self._check_resumable()
     if resume and self.is_run and not self._manifest():             # a run written before manifests: adopt its files
         for name in (self.CONFIG, self.METRICS, self.CHECKPOINTS, self.SUMMARY, self.RESULT):
             if (self.path / name).exists() and not (self.path / name).is_symlink(): self._record(name)
@@ -514,9 +565,10 @@ def status(self:Run) -> str:
     "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
     if not self.path.is_dir(): return 'no such folder'
     if not self.is_run: return 'empty' if not self._contents() else 'not a run'
-    try: steps = self.config.train.steps
-    except ValueError as e: return f'unreadable settings ({e})'
-    evals, events, ckpts = self.metrics(quiet=True), self.events(), self.checkpoints
+    try: steps, evals, events = self.config.train.steps, self.metrics(quiet=True), self.events()
+    except ValueError as e: return f'unreadable ({e})'
+    try: ckpts = self.checkpoints
+    except ValueError as e: return f'unreadable ({e})'
     last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
     if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"
     elif stop := [e for e in events if e.kind == 'non-finite']:
@@ -579,14 +631,15 @@ def _as_line(r:Evaluation|Event) -> dict:
 # %% ../nbs/05_runs.ipynb #6eae7589
 @patch
 def save_checkpoint(self:Run, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
-    "Write checkpoint `step` (atomically, with checksums) and keep the newest `keep`."
+    "Write checkpoint `step` (atomically, with checksums), stamped with the run's settings; keep the newest `keep`."
     self._record(self.CHECKPOINTS)
-    return write_checkpoint(self.path, step, model_state, optim_state, state, keep)
+    return write_checkpoint(self.path, step, model_state, optim_state, state | dict(settings=self.settings()), keep)
 
 @patch
 def latest_checkpoint(self:Run) -> dict|None:
-    "The newest checkpoint that verifies (warning about newer ones that do not); None when there is none."
-    return latest_good_checkpoint(self.path)
+    "The newest checkpoint that verifies (warning about newer ones that do not), checked against the run's settings."
+    ckpt = latest_good_checkpoint(self.path)
+    return None if ckpt is None else self.check_checkpoint(ckpt)
 
 @patch
 def tensorboard_dir(self:Run) -> Path:

@@ -266,6 +266,10 @@ def _check_meta(meta:dict, f:Path):
                                                 for s in shards)):
             raise ValueError(f"{f}: part {part!r} must list its shards as {{file, n_tokens}}")
         for s in shards: _plain_name(s.get('file'), f'the {part} shard', f)
+        if len({s['file'] for s in shards}) < len(shards): raise ValueError(f"{f}: part {part!r} lists a shard twice")
+        if 'n_tokens' in info and info['n_tokens'] != sum(s['n_tokens'] for s in shards):
+            raise ValueError(f"{f}: part {part!r} says {info['n_tokens']} tokens, its shards hold "
+                             f"{sum(s['n_tokens'] for s in shards)}")
         _plain_name(info.get('doc_starts'), f'the {part} document index', f)
         if not _is_count(info.get('n_docs')): raise ValueError(f"{f}: part {part!r} has no document count")
 
@@ -275,6 +279,12 @@ def _memmap(path:Path, dtype:np.dtype, n:int) -> np.ndarray:
     if not path.is_file() or path.stat().st_size != n * dtype.itemsize:
         raise ValueError(f"{path} should hold {n} × {dtype.itemsize} bytes: the prepared corpus is damaged")
     return np.memmap(path, dtype, 'r', shape=(n,)) if n else np.empty(0, dtype)
+
+def _check_starts(starts:np.ndarray, n:int, path:Path):
+    "A document index starts at 0 and increases below the part's `n` tokens; else the corpus is damaged."
+    if len(starts) and (starts[0] != 0 or starts[-1] >= n or (np.diff(starts) <= 0).any()):
+        raise ValueError(f"{path} is not an index of documents in {n} tokens (from 0, increasing, below {n}): the "
+                         "prepared corpus is damaged")
 
 def _read_meta(path:Path) -> dict:
     "meta.json of a prepared corpus, every field checked; a clear error for any other folder."
@@ -305,6 +315,7 @@ def _not_prepared(out:Path) -> list[str]:
 # %% ../nbs/07_shards.ipynb #c2942d97
 def _refuse_existing(out:Path, overwrite:bool):
     "Refuse a non-empty `out`, unless `overwrite` and it holds only a corpus `prepare` wrote (nothing else, no links)."
+    if out.is_symlink(): raise FileExistsError(f"`out` {out} is a link to {os.readlink(out)}; give the folder itself")
     if out.is_file(): raise FileExistsError(f"`out` {out} is a file; give a folder")
     if not (out.is_dir() and any(out.iterdir())): return
     if not overwrite: raise FileExistsError(f"`out` {out} exists and is not empty; pass overwrite=True to replace it")
@@ -452,6 +463,7 @@ class TokenShards:
         self._shards = [_memmap(self._file(s['file']), self.dtype, s['n_tokens']) for s in info['shards']]
         self._ends = np.cumsum([0] + [s['n_tokens'] for s in info['shards']])
         self.doc_starts = _memmap(self._file(info['doc_starts']), np.dtype('<i8'), info['n_docs'])  # (n_docs,)
+        _check_starts(self.doc_starts, len(self), self.path / part / info['doc_starts'])
     def _file(self, name:str) -> Path:
         "A file of this part, refused when it (or the part folder) is a link that leads out of the corpus folder."
         folder = self.path / self.part

@@ -21,8 +21,9 @@ from .train import RunData, eval_set, evaluate, load_run_config, train
 
 # %% auto #0
 __all__ = ['MITIGATIONS', 'STAT_COLUMNS', 'mitigation_config', 'load_run', 'sink_at', 'first_step_above', 'residual_outliers',
-           'quantise_int8', 'fake_int8', 'quantisation_cost', 'variant_of', 'run_stats', 'summarise', 'stats_table',
-           'variant_labels', 'compare_runs', 'cpu_settings', 'cpu_curve', 'paper_row', 'train_mitigations']
+           'quantise_int8', 'fake_int8', 'quantisation_cost', 'variant_of', 'run_stats', 'stat_columns', 'summarise',
+           'stats_table', 'variant_labels', 'compare_runs', 'cpu_settings', 'cpu_curve', 'paper_row',
+           'train_mitigations']
 
 # %% ../nbs/10_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -118,7 +119,7 @@ def run_stats(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_sample
     loss, cost = quantisation_cost(model, evals, cfg.train)
     outliers = residual_outliers(model, evals.probe[:check_int(outlier_samples, 'outlier_samples', 1)])
     result = run.result(step) if data is None else measure_model(model, evals.probe, activations=False)
-    records = run.metrics()
+    records = [r for r in run.metrics() if r.step <= step]     # the log past the checkpoint measured is not this row
     return dict(variant=cfg.model.name, variant_key=run.fingerprint(without=('seed',)), seed=cfg.train.seed,
                 run=str(run.path), step=step, status=run.status, val_loss=round(loss, 4), **sink_at(result, eps),
                 first_step_above_10=first_step_above(records, threshold), kurtosis=max(outliers['kurtosis']),
@@ -127,7 +128,14 @@ def run_stats(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_sample
 
 # %% ../nbs/10_stats.ipynb #b2066322
 STAT_COLUMNS = ('val_loss', 'sink1@0.1', 'sink1@0.3', 'sink1@0.5', 'sink*@0.3', 'first_step_above_10', 'kurtosis',
-                'max_abs', 'int8_dloss')
+                'max_abs', 'int8_dloss')                     # with the default ε; `stat_columns` follows the rows
+
+def stat_columns(rows:list[dict]) -> list[str]:
+    "The table's columns: val_loss, Sink_1 at each ε the rows were measured at, Sink* at 0.3 (or the first), the rest."
+    sinks = list(dict.fromkeys(k for r in rows for k in r if k.startswith('sink1@')))
+    stars = list(dict.fromkeys(k for r in rows for k in r if k.startswith('sink*@')))
+    stars = [s for s in stars if s == 'sink*@0.3'] or stars[:1]
+    return ['val_loss', *sinks, *stars, 'first_step_above_10', 'kurtosis', 'max_abs', 'int8_dloss']
 
 def _check_seeds(group:list[dict]):
     "An error when two rows of one variant share a seed: the same experiment run twice is not two seeds."
@@ -145,7 +153,7 @@ def summarise(rows:list[dict]) -> dict[str, dict]:
         _check_seeds(group)
         steps = sorted({r.get('step') for r in group} - {None})
         s = out.setdefault(group[0]['variant'], dict(n=len(group), steps=steps))
-        for c in STAT_COLUMNS:
+        for c in stat_columns(rows):
             vals = [r[c] for r in group if r.get(c) is not None]
             s[c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0) if vals else None
     return out
@@ -158,9 +166,10 @@ def stats_table(rows:list[dict]) -> str:
     digits, summary = dict(val_loss=3, int8_dloss=3, kurtosis=1, max_abs=1, first_step_above_10=0), summarise(rows)
     w = max([12] + [len(v) for v in summary])
     step = lambda s: '-'.join(map(str, sorted({s['steps'][0], s['steps'][-1]}))) if s['steps'] else '-'
-    head = f"{'variant':<{w}} {'n':>2} {'step':>9} " + ' '.join(f'{c:>16}' for c in STAT_COLUMNS)
+    columns = stat_columns(rows)
+    head = f"{'variant':<{w}} {'n':>2} {'step':>9} " + ' '.join(f'{c:>16}' for c in columns)
     return '\n'.join([head] + [f"{v:<{w}} {s['n']:>2} {step(s):>9} "
-                               + ' '.join(f'{_cell(s[c], digits.get(c, 1)):>16}' for c in STAT_COLUMNS)
+                               + ' '.join(f'{_cell(s[c], digits.get(c, 1)):>16}' for c in columns)
                                for v, s in summary.items()])
 
 # %% ../nbs/10_stats.ipynb #60f8af46

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #5a7b864c
 from __future__ import annotations
-import logging, math, os, random, time, warnings
+import importlib.util, logging, math, os, random, time, warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,8 +27,8 @@ from .runs import EvalSet, Run, TrainConfig
 
 # %% auto #0
 __all__ = ['log', 'CPU_SCALE', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
-           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'train', 'list_configs', 'load_run_config',
-           'scale_to_cpu', 'missing_requirements']
+           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'check_before_claim', 'train', 'list_configs',
+           'load_run_config', 'scale_to_cpu', 'missing_requirements']
 
 # %% ../nbs/09_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:
@@ -207,6 +207,16 @@ class _TrainState:
 log = logging.getLogger('sink_nb')
 
 # %% ../nbs/09_train.ipynb #c38cd643
+def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
+    "What can be refused before a run folder is touched: blocks the model cannot take, logging packages not installed."
+    for name, T in (('seq_len', cfg.seq_len), ('probe_T', cfg.probe_T)):
+        if T > model_cfg.block_size:
+            raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
+                             f"{name} or raise block_size")
+    for flag in ('tensorboard', 'wandb'):
+        if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
+            raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
+
 def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
     "Rank 0: take the folder; resuming a run, the accepted changes of settings (an error for others), before any data."
     folder.claim(cfg.resume, cfg.overwrite)
@@ -308,6 +318,7 @@ def train(
     callbacks:list[Callable]|None=None,  # called as cb(step, model, loss) after every optimiser step
 ) -> Path:                           # the run folder (resolved)
     "Pretrain a SinkLM; log losses and sink rates in the run folder; checkpoint atomically; resume when asked."
+    check_before_claim(model_cfg, cfg)
     dist, folder = setup_distributed(), Run(cfg.out_dir)
     with (folder.lock() if dist.main else nullcontext()):
         changes = _claim(folder, model_cfg, cfg) if dist.main else {}
