@@ -116,14 +116,15 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
 
 # %% ../nbs/04_checkpoints.ipynb #12c1320e
 def list_checkpoints(run_dir:Path) -> list[int]:
-    "Steps of the complete checkpoints of a run, ascending; a linked checkpoints/ is refused, linked steps are skipped."
+    "Steps of the complete checkpoints of a run, ascending; links (checkpoints/ or a step) are refused."
     d = Path(run_dir) / 'checkpoints'
     if d.is_symlink():
         raise ValueError(f"{d} is a link to {os.readlink(d)}: a run's checkpoints are read and written only in its own "
                          "folder; replace the link with the folder it points to")
     if not d.exists(): return []
-    done = [p for p in d.glob('step-*') if p.is_dir() and not p.is_symlink() and p.name[5:].isdigit()
-            and (p / 'state.json').exists()]
+    if links := sorted(p.name for p in d.glob('step-*') if p.is_symlink()):
+        raise ValueError(f"{d} holds links ({', '.join(links)}): a run's checkpoints are its own folders")
+    done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
     return sorted(int(p.name[5:]) for p in done if _recorded_step(p) == int(p.name[5:]))   # a renamed copy is none
 
 def _recorded_step(d:Path) -> int|None:
