@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
-import errno, hashlib, json, math, os, re, shutil, socket, time, warnings
+import errno, hashlib, json, os, re, shutil, socket, time, warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,7 +18,7 @@ from torch import Tensor
 from .checkpoints import is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint, load_tree, save_tree
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
-                            check_fields)
+                            check_fields, check_float, check_int)
 from .metrics import SinkResult
 from .model import SinkConfig, SinkLM, measure_model
 
@@ -204,34 +204,22 @@ class Event(NamedTuple):
     kind:str
     detail:dict
 
-# %% ../nbs/05_runs.ipynb #f79b140a
-def _number(x, name:str, lo:float=-math.inf, hi:float=math.inf, optional:bool=False) -> float|None:
-    if x is None and optional: return None
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
-        raise ValueError(f"`{name}` must be a finite number in [{lo}, {hi}], got {x!r}")
-    return float(x)
-
-def _count(x, name:str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
-        raise ValueError(f"`{name}` must be an integer >= 0, got {x!r}")
-    return x
-
 # %% ../nbs/05_runs.ipynb #12598cc0
 def parse_record(rec) -> Evaluation|Event:
     "One line of a run's log, checked: an Evaluation or an Event; a ValueError saying what is wrong."
     if not isinstance(rec, dict): raise ValueError(f"not a JSON object but {type(rec).__name__} {str(rec)[:40]}")
-    step = _count(rec.get('step'), 'step')
+    step = check_int(rec.get('step'), 'step', 0)
     if 'event' in rec:
         if not isinstance(rec['event'], str): raise ValueError(f"`event` must be a name, got {rec['event']!r}")
         return Event(step, rec['event'], {k: v for k, v in rec.items() if k not in ('step', 'event')})
     sink = rec.get('sink')
     if not isinstance(sink, dict) or not sink or not all(isinstance(k, str) and k.isdigit() for k in sink):
         raise ValueError(f"`sink` must map k = 1, 2, ... to Sink_k (%), got {str(sink)[:40]}")
-    return Evaluation(step, _count(rec.get('tokens'), 'tokens'), _number(rec.get('lr'), 'lr', 0),
-                      _number(rec.get('loss'), 'loss', optional=True), _number(rec.get('val_loss'), 'val_loss'),
-                      {int(k): _number(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
-                      _number(rec.get('sink_star'), 'sink_star', 0, 100, optional=True),
-                      _number(rec.get('time'), 'time', 0, optional=True))
+    number = lambda name, lo=None, hi=None, none=False: check_float(rec.get(name), name, lo, hi, allow_none=none)
+    return Evaluation(step, check_int(rec.get('tokens'), 'tokens', 0), number('lr', 0), number('loss', none=True),
+                      number('val_loss'),
+                      {int(k): check_float(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
+                      number('sink_star', 0, 100, True), number('time', 0, none=True))
 
 # %% ../nbs/05_runs.ipynb #cad7f289
 def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
