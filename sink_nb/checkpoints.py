@@ -114,6 +114,12 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
     return final
 
+# %% ../nbs/04_checkpoints.ipynb #9df9c368
+def _recorded_step(d:Path) -> int|None:
+    "The step a checkpoint folder's state.json records (None when unreadable)."
+    try: return json.loads((d / 'state.json').read_text()).get('step')
+    except (OSError, ValueError, AttributeError): return None
+
 # %% ../nbs/04_checkpoints.ipynb #12c1320e
 def list_checkpoints(run_dir:Path) -> list[int]:
     "Steps of the complete checkpoints of a run, ascending; links (checkpoints/ or a step) are refused."
@@ -126,11 +132,6 @@ def list_checkpoints(run_dir:Path) -> list[int]:
         raise ValueError(f"{d} holds links ({', '.join(links)}): a run's checkpoints are its own folders")
     done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
     return sorted(int(p.name[5:]) for p in done if _recorded_step(p) == int(p.name[5:]))   # a renamed copy is none
-
-def _recorded_step(d:Path) -> int|None:
-    "The step a checkpoint folder's state.json records (None when unreadable)."
-    try: return json.loads((d / 'state.json').read_text()).get('step')
-    except (OSError, ValueError, AttributeError): return None
 
 # %% ../nbs/04_checkpoints.ipynb #2d58f4b1
 _VERIFIED = ('model.safetensors', 'optimizer.safetensors', 'rng.safetensors')
