@@ -4,7 +4,8 @@
 
 # %% ../nbs/04_checkpoints.ipynb #6ff127da
 from __future__ import annotations
-import errno, hashlib, json, os, random, shutil, warnings
+import errno, hashlib, json, os, random, shutil, socket, time, warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'save_checkpoint',
-           'list_checkpoints', 'load_checkpoint', 'latest_good_checkpoint']
+           'list_checkpoints', 'load_checkpoint', 'latest_good_checkpoint', 'process_alive', 'lock_owner',
+           'folder_lock']
 
 # %% ../nbs/04_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -117,8 +119,10 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
 # %% ../nbs/04_checkpoints.ipynb #9df9c368
 def _recorded_step(d:Path) -> int|None:
     "The step a checkpoint folder's state.json records (None when unreadable)."
-    try: return json.loads((d / 'state.json').read_text()).get('step')
-    except (OSError, ValueError, AttributeError): return None
+    f = d / 'state.json'
+    if f.is_symlink() or not f.is_file(): return None                      # a link or a pipe is never read
+    try: return json.loads(f.read_text()).get('step')
+    except (OSError, ValueError, AttributeError, RecursionError): return None
 
 # %% ../nbs/04_checkpoints.ipynb #12c1320e
 def list_checkpoints(run_dir:Path) -> list[int]:
@@ -142,7 +146,9 @@ def load_checkpoint(run_dir:Path, step:int) -> dict:
     d = Path(run_dir) / 'checkpoints' / f'step-{step}'
     if links := [p.name for p in [d, *d.iterdir()] if p.is_symlink()]:
         raise ValueError(f"{d} holds links ({', '.join(links)}): a checkpoint is read only from its own files")
-    state = json.loads((d / 'state.json').read_text())
+    try: state = json.loads((d / 'state.json').read_text())
+    except RecursionError: raise ValueError(f"{d / 'state.json'} is nested too deeply to be a state") from None
+    if not isinstance(state, dict): raise ValueError(f"{d / 'state.json'} is not a checkpoint's state")
     sums = state.pop('sha256', None)
     if not isinstance(sums, dict) or set(_VERIFIED) - set(sums):
         raise ValueError(f"{d / 'state.json'} lacks the checksums of {list(_VERIFIED)}: the files cannot be verified")
@@ -159,6 +165,54 @@ def latest_good_checkpoint(run_dir:Path) -> dict|None:
     "The newest checkpoint that loads and verifies, warning about any newer one that does not; None if there is none."
     for step in reversed(list_checkpoints(run_dir)):
         try: return load_checkpoint(run_dir, step)
-        except (OSError, ValueError, SafetensorError) as e:
+        except (OSError, ValueError, SafetensorError, RecursionError) as e:
             warnings.warn(f"checkpoint step-{step} of {run_dir} cannot be used ({e}); trying the one before")
     return None
+
+# %% ../nbs/04_checkpoints.ipynb #8518cb77
+def process_alive(pid:int) -> bool:
+    "Is process `pid` running on this machine?"
+    if pid <= 0: return False                                            # 0 and -1 name groups, not a process
+    try: os.kill(pid, 0); return True
+    except (ProcessLookupError, OverflowError): return False
+    except PermissionError: return True
+
+# %% ../nbs/04_checkpoints.ipynb #cd16bf5b
+def lock_owner(lock:Path) -> dict|None:
+    "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
+    if not (lock.exists() or lock.is_symlink()): return None
+    if lock.is_symlink() or not lock.is_file(): return {}               # a link or a pipe is never read
+    try: owner = json.loads(lock.read_text())
+    except FileNotFoundError: return None
+    except (OSError, ValueError, RecursionError): return {}
+    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
+
+# %% ../nbs/04_checkpoints.ipynb #a698da18
+def _stale(lock:Path, owner:dict, me:dict) -> str|None:
+    "Why the lock may be taken over (its process ended, or it is empty and old), or None."
+    if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
+        return f"was left by process {owner['pid']}, which has ended"
+    if not owner and time.time() - lock.stat().st_mtime > 30:
+        return 'is empty or unreadable (a process killed as it took the lock) and 30+ s old'
+    return None
+
+# %% ../nbs/04_checkpoints.ipynb #92896324
+@contextmanager
+def folder_lock(folder:Path, name:str='.lock'):
+    "Hold `folder`'s lock for the duration; refuse a folder another live process holds, saying how to free it."
+    lock, me = folder / name, dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
+    folder.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY); break
+        except FileExistsError:
+            owner = lock_owner(lock)
+            if owner is None: continue
+            if why := _stale(lock, owner, me):
+                warnings.warn(f"{lock} {why}; taking it over"); lock.unlink(missing_ok=True); continue
+            who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
+            raise RuntimeError(f"{folder} is in use by another run ({who}): wait for it or use another out_dir; if "
+                               f"no run is using it, delete {lock}") from None
+    else: raise RuntimeError(f"could not take {lock}")
+    with os.fdopen(fd, 'w') as f: json.dump(me, f)
+    try: yield lock
+    finally: lock.unlink(missing_ok=True)

@@ -288,6 +288,14 @@ def _output_file(text:str) -> Path:
     except OSError as e: raise argparse.ArgumentTypeError(f"cannot write in {p.parent} ({e.strerror or e})") from None
     return p
 
+def _check_outputs(inputs, *outputs):
+    "Output files that would overwrite an input (a run's own files) or each other are refused before the work."
+    outs = [Path(o).resolve() for o in outputs if o]
+    if len(set(outs)) < len(outs): raise SystemExit("sink-nb: --json and --chart name the same file")
+    for o in outs:
+        if inside := [r for r in map(lambda i: Path(i).resolve(), inputs) if o == r or r in o.parents]:
+            raise SystemExit(f"sink-nb: {o} is inside {inside[0]}, which is read: write the output elsewhere")
+
 def _save(path:Path, text:str):
     "Write an output file; a failure (a full disk, a file removed under us) is one line, not a traceback."
     try: path.write_text(text)
@@ -407,6 +415,7 @@ def _notes(rows:list[dict]):
 def run_compare(args) -> list[dict]:
     "The `compare` command: statistics of run folders, one row per run, a table per variant."
     from sink_nb.stats import compare_runs
+    _check_outputs(args.runs, args.json, args.chart)
     try: rows = compare_runs(args.runs, eps=tuple(args.eps))
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb compare: {e}") from None
     _report(rows, args.chart, args.json, 'Sink_1 and validation loss, mean over seeds')
@@ -511,6 +520,7 @@ def _stream_inputs(args):
 def run_stream(args) -> dict:
     "The `stream` command: perplexity by position under dense, window, sinks and recompute, on shared positions."
     from sink_nb.stream import check_study_args, perplexity_by_position, perplexity_past_window, stream_study
+    _check_outputs([args.model], args.json, args.chart)
     try:
         check_study_args(args.T, args.window, args.sinks, args.policies, args.every, args.positions or 'cache',
                          bins=args.bins)                                      # before minutes of streaming

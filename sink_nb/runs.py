@@ -4,8 +4,7 @@
 
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
-import errno, hashlib, json, os, re, shutil, socket, time, warnings
-from contextlib import contextmanager
+import errno, hashlib, json, os, re, shutil, socket, warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -15,7 +14,8 @@ from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checkpoints import is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint, load_tree, save_tree
+from .checkpoints import (folder_lock, is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint,
+                                 load_tree, lock_owner, process_alive, save_tree)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields, check_float, check_int)
@@ -23,7 +23,7 @@ from .metrics import SinkResult
 from .model import SinkConfig, SinkLM, measure_model
 
 # %% auto #0
-__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'Run', 'RunConfig', 'Evaluation', 'Event', 'parse_record', 'EvalSet', 'process_alive']
+__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'Run', 'RunConfig', 'flat_settings', 'Evaluation', 'Event', 'parse_record', 'EvalSet']
 
 # %% ../nbs/05_runs.ipynb #2bfcafc6
 @dataclass
@@ -143,7 +143,8 @@ def _check_size(raw, path:Path, limit:int=100_000):
     "Refuse settings that expand past `limit` values: YAML aliases can make a few lines stand for billions."
     todo, n = [raw], 0
     while todo:
-        x, n = todo.pop(), n + 1
+        x = todo.pop()
+        n += 1 + (len(x) // 100 if isinstance(x, str) else 0)           # a long string counts as many values
         if n > limit:
             raise ValueError(f"{path} expands to more than {limit:,} values (YAML aliases?): not a run's settings")
         if isinstance(x, dict): todo += [*x.keys(), *x.values()]
@@ -155,7 +156,8 @@ def _raw_config(self:Run) -> dict:
     path = self._own(self.CONFIG)
     if not path.is_file(): raise FileNotFoundError(f"{self.path} is not a run folder: it has no {self.CONFIG}")
     try: raw = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not readable YAML ({e})") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as e:
+        raise ValueError(f"{path} is not readable YAML ({type(e).__name__}: {str(e)[:200]})") from None
     _check_size(raw, path)
     if not (isinstance(raw, dict) and all(isinstance(raw.get(s), dict) for s in ('model', 'train'))
             and set(raw) <= {'model', 'train', 'changes'}):
@@ -173,13 +175,16 @@ def config(self:Run) -> RunConfig:
     except (TypeError, ValueError) as e: raise ValueError(f"{self.path / self.CONFIG}: {e}") from None
 
 # %% ../nbs/05_runs.ipynb #6027e2f3
+def flat_settings(config:dict, without=()) -> dict:
+    "{'model': {...}, 'train': {...}} as flat settings ('model.n_layer': 2, ...), but runtime-only ones and `without`."
+    return {f'{section}.{k}': v for section in ('model', 'train') for k, v in config[section].items()
+            if k not in RUNTIME_ONLY | set(without)}
+
 @patch
 def settings(self:Run, without=()) -> dict:
     "The settings that decide the run's numbers, flat ('model.n_layer': 2, ...), but runtime-only ones and `without`."
     cfg = self.config
-    flat = {f'{section}.{k}': v for section, c in (('model', cfg.model), ('train', cfg.train))
-            for k, v in asdict(c).items()}
-    return {k: v for k, v in flat.items() if k.split('.', 1)[1] not in RUNTIME_ONLY | set(without)}
+    return flat_settings(dict(model=asdict(cfg.model), train=asdict(cfg.train)), without)
 
 @patch
 def fingerprint(self:Run, without=()) -> str:
@@ -232,6 +237,7 @@ def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
             if isinstance(rec, Evaluation) and rec.step <= last:
                 raise ValueError(f"step {rec.step} does not follow step {last}")
         except json.JSONDecodeError: why = 'torn (an interrupted write) or not JSON'
+        except RecursionError: why = 'nested too deeply to be a record'
         except ValueError as e: why = str(e)
         else:
             if isinstance(rec, Evaluation): last = rec.step
@@ -267,20 +273,35 @@ def checkpoints(self:Run) -> list[int]:
     return list_checkpoints(self.path)
 
 @patch
-def check_checkpoint(self:Run, ckpt:dict) -> dict:
-    "`ckpt` if it was trained under the run's settings (or changes accepted on resume); else an error naming them."
+def settings_at(self:Run, step:int) -> dict:
+    "The settings the run had at `step`: today's, with each change accepted on resume at or after `step` undone."
+    s = self.settings()
+    for rec in reversed(self.config.changes):
+        if not (isinstance(rec, dict) and isinstance(rec.get('step'), int) and rec['step'] >= step): continue
+        for name, pair in (rec.get('changes') or {}).items():
+            for key in [k for k in s if k.split('.', 1)[-1] == name and isinstance(pair, list) and len(pair) == 2]:
+                s[key] = pair[0]
+    return s
+
+def _differences(a:dict, b:dict) -> str:
+    return ', '.join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(k for k in a.keys() | b.keys()
+                                                                          if a.get(k) != b.get(k))[:4])
+
+@patch
+def check_checkpoint(self:Run, ckpt:dict, resuming:bool=False) -> dict:
+    "`ckpt` if it was trained under the settings the run had at its step and, to be measured, is the model of today's."
     step, saved = ckpt['state'].get('step'), ckpt['state'].get('settings')
     if not isinstance(saved, dict):
         warnings.warn(f"checkpoint step {step} of {self.path} records no settings (an older sink_nb wrote it): "
                       f"it cannot be checked against {self.CONFIG}", stacklevel=3)
         return ckpt
-    now = self.settings()
-    accepted = {k for c in self.config.changes if isinstance(c, dict) for k in c.get('changes') or {}}
-    differ = [k for k in now.keys() | saved.keys() if now.get(k) != saved.get(k)]
-    if wrong := sorted(k for k in differ if k.split('.', 1)[1] not in accepted):
-        shown = ', '.join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in wrong[:4])
+    if wrong := _differences(saved, self.settings_at(step)):
         raise ValueError(f"{self.path}: checkpoint step {step} was trained with other settings than {self.CONFIG} "
-                         f"holds ({shown}); the file was edited after training: restore it, or train a new run")
+                         f"holds for that step ({wrong}); the file was edited after training: restore it")
+    model = lambda s: {k: v for k, v in s.items() if k.startswith('model.')}
+    if not resuming and (changed := _differences(model(saved), model(self.settings()))):
+        raise ValueError(f"{self.path}: checkpoint step {step} is a model of other settings ({changed}) than the run "
+                         "has now (a change accepted on resume, and no checkpoint since): train on to measure it")
     return ckpt
 
 @patch
@@ -353,15 +374,16 @@ class EvalSet:
 
 # %% ../nbs/05_runs.ipynb #be85f3c7
 @patch
-def save_eval_set(self:Run, evals:EvalSet):
-    "Keep the run's evaluation data in its folder, with a checksum."
-    tree = dict(val=evals.val.int(), probe=evals.probe.int(), info=evals.info, sha256=evals.digest())
+def save_eval_set(self:Run, evals:EvalSet, settings:dict|None=None):
+    "Keep the run's evaluation data in its folder, with a checksum and the settings it was drawn for (default: saved)."
+    settings = json.dumps(self.settings() if settings is None else settings, sort_keys=True, default=str)
+    tree = dict(val=evals.val.int(), probe=evals.probe.int(), info=evals.info, sha256=evals.digest(), settings=settings)
     self._write(self.EVAL, lambda path: save_tree(tree, path))
 
 # %% ../nbs/05_runs.ipynb #d6bd2955
 @patch
-def eval_set(self:Run) -> EvalSet:
-    "The validation batches and probe the run is evaluated on, verified against their checksum."
+def eval_set(self:Run, check_settings:bool=True) -> EvalSet:
+    "The validation batches and probe the run is evaluated on, verified against their checksum and settings."
     path = self._own(self.EVAL)
     if not path.is_file():
         raise FileNotFoundError(f"{self.path} keeps no evaluation data ({self.EVAL}): it was written by an older "
@@ -372,6 +394,10 @@ def eval_set(self:Run) -> EvalSet:
     evals = EvalSet(tree['val'].long(), tree['probe'].long(), tree.get('info') or {})
     if evals.digest() != tree.get('sha256'):
         raise ValueError(f"{path} is damaged: its tokens do not match their checksum")
+    drawn_for = json.loads(tree['settings']) if isinstance(tree.get('settings'), str) else None
+    now = json.loads(json.dumps(self.settings(), sort_keys=True, default=str))
+    if check_settings and drawn_for is not None and (wrong := _differences(drawn_for, now)):
+        raise ValueError(f"{path} was drawn for other settings than the run's ({wrong}): another run's evaluation data")
     return evals
 
 # %% ../nbs/05_runs.ipynb #f4dac351
@@ -407,7 +433,7 @@ def summary(self:Run) -> dict|None:
     "The finished run's summary; None when the run has not finished, or was continued or changed since it did."
     path, ckpts = self.path / self.SUMMARY, self.checkpoints
     try: s = json.loads(path.read_text()) if path.is_file() and not path.is_symlink() else None
-    except (OSError, ValueError): return None
+    except (OSError, ValueError, RecursionError): return None
     fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
     return s if fresh else None
 
@@ -494,58 +520,19 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
         raise PermissionError(f"{self.path} is not writable ({e.strerror}); a run writes its checkpoints "
                               "there") from None
 
-# %% ../nbs/05_runs.ipynb #96714fd5
-def process_alive(pid:int) -> bool:
-    "Is process `pid` running on this machine?"
-    try: os.kill(pid, 0); return True
-    except ProcessLookupError: return False
-    except PermissionError: return True
-
 # %% ../nbs/05_runs.ipynb #d6de67ce
-def _owner(lock:Path) -> dict|None:
-    "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
-    try: owner = json.loads(lock.read_text())
-    except FileNotFoundError: return None
-    except (OSError, ValueError): return {}
-    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
-
 @patch
 def _live_owner(self:Run) -> dict|None:
     "The process holding the run's lock when it is alive on this host (or on another host: it cannot be checked)."
-    owner = _owner(self.path / self.LOCK)
+    owner = lock_owner(self.path / self.LOCK)
     if not owner: return None
     return owner if owner.get('host') != socket.gethostname() or process_alive(owner['pid']) else None
 
-# %% ../nbs/05_runs.ipynb #82fe1f31
-def _stale(lock:Path, owner:dict, me:dict) -> str|None:
-    "Why the lock may be taken over (its process ended, or it is empty and old), or None."
-    if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
-        return f"was left by process {owner['pid']}, which has ended"
-    if not owner and time.time() - lock.stat().st_mtime > 30:
-        return 'is empty or unreadable (a process killed as it took the lock) and 30+ s old'
-    return None
-
 # %% ../nbs/05_runs.ipynb #51a622d1
 @patch
-@contextmanager
 def lock(self:Run):
-    "Hold the folder's lock for the duration; refuse a folder another live process holds, saying how to free it."
-    lock, me = self.path / self.LOCK, dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
-    self.path.mkdir(parents=True, exist_ok=True)
-    for _ in range(2):
-        try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY); break
-        except FileExistsError:
-            owner = _owner(lock)
-            if owner is None: continue
-            if why := _stale(lock, owner, me):
-                warnings.warn(f"{lock} {why}; taking it over"); lock.unlink(missing_ok=True); continue
-            who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
-            raise RuntimeError(f"{self.path} is in use by another run ({who}): wait for it or use another out_dir; if "
-                               f"no run is using it, delete {lock}") from None
-    else: raise RuntimeError(f"could not take {lock}")
-    with os.fdopen(fd, 'w') as f: json.dump(me, f)
-    try: yield lock
-    finally: lock.unlink(missing_ok=True)
+    "Hold the run folder's lock while the block runs (`checkpoints.folder_lock`)."
+    return folder_lock(self.path, self.LOCK)
 
 # %% ../nbs/05_runs.ipynb #2f2804a7
 @patch(as_prop=True)
@@ -627,7 +614,7 @@ def save_checkpoint(self:Run, step:int, model_state:dict, optim_state:dict, stat
 def latest_checkpoint(self:Run) -> dict|None:
     "The newest checkpoint that verifies (warning about newer ones that do not), checked against the run's settings."
     ckpt = latest_good_checkpoint(self.path)
-    return None if ckpt is None else self.check_checkpoint(ckpt)
+    return None if ckpt is None else self.check_checkpoint(ckpt, resuming=True)
 
 @patch
 def tensorboard_dir(self:Run) -> Path:

@@ -18,7 +18,7 @@ from . import __version__
 from .checks import check_bool, check_choice, check_int
 from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, corpus_files,
                              get_tokenizer, is_saved_dataset, load_corpus, local_path, text_paragraphs)
-from .runs import process_alive
+from .checkpoints import process_alive
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'token_dtype', 'Encoder', 'document_batches', 'tokenizer_key', 'prepare', 'TokenShards',
@@ -289,8 +289,9 @@ def _check_starts(starts:np.ndarray, n:int, path:Path):
 def _read_meta(path:Path) -> dict:
     "meta.json of a prepared corpus, every field checked; a clear error for any other folder."
     f = path / 'meta.json'
-    try: meta = json.loads(f.read_text()) if f.is_file() else {}
-    except (ValueError, UnicodeDecodeError) as e: raise ValueError(f"{f} is not readable JSON ({e})") from None
+    try: meta = json.loads(f.read_text()) if f.is_file() and not f.is_symlink() else {}
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ValueError(f"{f} is not readable JSON ({type(e).__name__})") from None
     if not isinstance(meta, dict) or meta.get('format') != 'sink_nb.tokens':
         raise ValueError(f"`path` {path} is not a prepared corpus (no sink_nb meta.json); make one with `prepare`")
     if not _is_count(meta.get('version')) or meta['version'] > FORMAT_VERSION:

@@ -23,7 +23,7 @@ from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import set_rng_state
-from .runs import EvalSet, Run, TrainConfig
+from .runs import EvalSet, Run, TrainConfig, flat_settings
 
 # %% auto #0
 __all__ = ['log', 'CPU_SCALE', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
@@ -255,12 +255,13 @@ def _restore(run:_TrainState, cfg:TrainConfig, ckpt:dict|None):
 def _begin_log(run:_TrainState, model_cfg:SinkConfig, cfg:TrainConfig, evals:EvalSet, changes:dict):
     "Rank 0: keep the evaluation data (a resume checks it is the same), write the settings, start or cut the log."
     folder = run.folder
-    if run.step and (folder.path / Run.EVAL).is_file() and folder.eval_set().digest() != evals.digest():
+    kept = folder.eval_set(check_settings=False) if run.step and (folder.path / Run.EVAL).is_file() else None
+    if kept is not None and kept.digest() != evals.digest():
         if not changes: raise ValueError(f"the validation data or the probe differ from those {folder.path} was "
                                          "evaluated on (the corpus or a data setting changed): its curve would mix two "
                                          "data sets; start a new run, or accept the changed setting with allow_changes")
         changes = changes | {'evaluation data': ['replaced', 'at the resume']}
-    folder.save_eval_set(evals)
+    folder.save_eval_set(evals, flat_settings(dict(model=asdict(model_cfg), train=asdict(cfg))))
     folder.begin(dict(model=asdict(model_cfg), train=asdict(cfg)), run.step, changes)
 
 # %% ../nbs/09_train.ipynb #1914412c

@@ -152,3 +152,42 @@ def test_prepare_refuses_an_out_that_is_a_link(tmp_path):
                    'is a link to')
     assert (tmp_path / 'link').is_symlink() and tree(tmp_path / 'corpus') == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ['a.txt', 'corpus', 'link']
+
+
+def test_outputs_never_overwrite_what_is_read(runs, copy, tmp_path):
+    run = copy()
+    before = tree(run)
+    res = cli('compare', run, '--json', run / 'config.yaml')
+    assert res.returncode == 1 and 'which is read' in res.stderr, res.stderr
+    res = cli('compare', run, '--json', tmp_path / 'f', '--chart', tmp_path / 'f')
+    assert res.returncode == 1 and 'name the same file' in res.stderr, res.stderr
+    res = cli('stream', run, '--T', '32', '--window', '8', '--chart', run / 'eval.safetensors')
+    assert res.returncode == 1 and 'which is read' in res.stderr, res.stderr
+    assert tree(run) == before
+
+
+def test_another_runs_evaluation_data_is_refused(runs, copy):
+    run = copy(0)
+    (run / 'result.safetensors').unlink()
+    shutil.copy(runs / 'seed1' / 'eval.safetensors', run / 'eval.safetensors')     # a copy, not a link
+    one_line_error(cli('compare', run), 'drawn for other settings')
+
+
+def test_a_config_edit_with_an_invented_change_record_is_refused(copy):
+    run = copy()
+    config = (run / 'config.yaml').read_text().replace('  attention: softmax\n', '  attention: sigmoid\n')
+    config += 'changes:\n- step: 20\n  changes:\n    attention: [softmax, sigmoid]\n'
+    (run / 'config.yaml').write_text(config)
+    one_line_error(cli('compare', run), 'is a model of other settings')
+
+
+def test_planted_pipes_deep_nesting_and_huge_pids_are_one_line(copy):
+    run = copy()
+    with open(run / 'metrics.jsonl', 'a') as f: f.write('[' * 20000 + ']' * 20000 + '\n')
+    res = cli('compare', run, timeout=60)
+    assert res.returncode == 0 and 'nested too deeply' in res.stderr and 'Traceback' not in res.stderr, res.stderr
+    (run / '.lock').write_text(json.dumps(dict(pid=10 ** 30, host='elsewhere-host')))
+    assert cli('compare', run, timeout=60).returncode == 0
+    (run / '.lock').unlink(); os.mkfifo(run / '.lock')
+    res = cli('compare', run, timeout=60)
+    assert res.returncode == 0 and 'running' not in res.stdout, res.stdout
