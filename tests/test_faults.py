@@ -106,8 +106,11 @@ def test_a_planted_pickle_is_never_executed(job, tmp_path):
     class Exploit:
         def __reduce__(self): return (os.system, (f'touch {marker}',))
 
-    for ckpt in (out / 'checkpoints').iterdir():
-        for name in ('optimizer.pt', 'rng.pt'): (ckpt / name).write_bytes(pickle.dumps(Exploit()))
+    planted = [ckpt / name for ckpt in (out / 'checkpoints').iterdir() for name in ('optimizer.pt', 'rng.pt')]
+    for p in planted: p.write_bytes(pickle.dumps(Exploit()))
+    res = run_job(job, out, resume=True)                # refused: resuming would prune step folders holding them
+    assert res.returncode != 0 and 'optimizer.pt' in res.stderr and not marker.exists(), res.stderr[-1000:]
+    for p in planted: p.unlink()
     assert run_job(job, out, resume=True).returncode == 0
     assert not marker.exists()
 
@@ -219,7 +222,7 @@ def test_compare_reads_nothing_a_copied_runs_settings_name(run_script, tmp_path)
             'sys.addaudithook(audit)\nfrom sink_nb.cli import main\nmain()')
     res = subprocess.run([sys.executable, '-c', hook, 'compare', str(copy)], capture_output=True, text=True, timeout=300)
     assert 'OPENED SECRET' not in res.stderr and not elsewhere.exists()             # before: the secret, tokenised
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.returncode == 1 and 'edited after training' in res.stderr, res.stderr[-2000:]   # and it is refused
     assert tree(copy) == before                                                    # reading a run never writes
 
 
