@@ -332,8 +332,10 @@ def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
 @patch
 def _manifest(self:Run) -> set[str]:
     "The names sink_nb wrote in this folder, by its manifest; empty without one."
-    try: m = json.loads((self.path / self.MANIFEST).read_text())
-    except (OSError, ValueError): return set()
+    path = self.path / self.MANIFEST
+    if path.is_symlink() or not path.is_file(): return set()               # a link or a pipe is never read
+    try: m = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError): return set()
     return set(m.get('written', [])) if isinstance(m, dict) and m.get('format') == 'sink_nb.run' else set()
 
 @patch

@@ -191,3 +191,6 @@ def test_planted_pipes_deep_nesting_and_huge_pids_are_one_line(copy):
     (run / '.lock').unlink(); os.mkfifo(run / '.lock')
     res = cli('compare', run, timeout=60)
     assert res.returncode == 0 and 'running' not in res.stdout, res.stdout
+    (run / '.lock').unlink()
+    (run / '.sink_nb_run.json').unlink(); os.mkfifo(run / '.sink_nb_run.json')     # the manifest a pipe: never read
+    one_line_error(cli('train', *DEMO, 'overwrite=true', f'out_dir={run}', timeout=60), 'removes only what sink_nb wrote')
