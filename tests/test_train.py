@@ -7,7 +7,7 @@ import torch
 
 from sink_nb.model import SinkLM
 from sink_nb.runs import Run
-from sink_nb.train import list_configs, load_run_config
+from sink_nb.run_configs import list_configs, load_run_config
 
 JOB = """
 import sys, time
