@@ -236,6 +236,9 @@ def _output_file(text:str) -> Path:
     if not p.parent.is_dir(): raise argparse.ArgumentTypeError(f"the folder {p.parent} does not exist")
     try: tempfile.TemporaryFile(dir=p.parent).close()
     except OSError as e: raise argparse.ArgumentTypeError(f"cannot write in {p.parent} ({e.strerror or e})") from None
+    from sink_nb.runs import Run                                        # here: `sink-nb --help` imports no torch
+    if run := next((a for a in p.resolve().parents if Run(a).is_run), None):
+        raise argparse.ArgumentTypeError(f"{text} is inside the run folder {run}: write outputs elsewhere")
     return p
 
 def _check_outputs(inputs, *outputs):
@@ -248,8 +251,11 @@ def _check_outputs(inputs, *outputs):
 
 def _save(path:Path, text:str):
     "Write an output file; a failure (a full disk, a file removed under us) is one line, not a traceback."
-    try: path.write_text(text)
-    except OSError as e: raise SystemExit(f"sink-nb: cannot write {path} ({e.strerror or e})") from None
+    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')          # replaced, never written through a hard link
+    try: tmp.write_text(text); os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise SystemExit(f"sink-nb: cannot write {path} ({e.strerror or e})") from None
 
 # %% ../nbs/17_cli.ipynb #dce23560
 def _demo_parser(sub):

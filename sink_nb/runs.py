@@ -391,16 +391,27 @@ def eval_set(self:Run, check_settings:bool=True) -> EvalSet:
         raise FileNotFoundError(f"{self.path} keeps no evaluation data ({self.EVAL}): it was written by an older "
                                 "sink_nb; give the data to measure it on explicitly (`data=`)")
     try: tree = load_tree(path)
-    except (OSError, ValueError, KeyError, SafetensorError) as e:
-        raise ValueError(f"{path} is damaged ({type(e).__name__}: {e})") from None
+    except (OSError, ValueError, KeyError, SafetensorError, RecursionError) as e:
+        raise ValueError(f"{path} is damaged ({type(e).__name__}: {str(e)[:200]})") from None
     evals = EvalSet(tree['val'].long(), tree['probe'].long(), tree.get('info') or {})
     if evals.digest() != tree.get('sha256'):
         raise ValueError(f"{path} is damaged: its tokens do not match their checksum")
-    drawn_for = json.loads(tree['settings']) if isinstance(tree.get('settings'), str) else None
-    now = json.loads(json.dumps(self.settings(), sort_keys=True, default=str))
-    if check_settings and drawn_for is not None and (wrong := _differences(drawn_for, now)):
-        raise ValueError(f"{path} was drawn for other settings than the run's ({wrong}): another run's evaluation data")
+    if check_settings: self._check_drawn_for(tree.get('settings'), path)
     return evals
+
+@patch
+def _check_drawn_for(self:Run, stamp, path:Path):
+    "The evaluation data's settings stamp against the run's: a copy from another run is refused, none is said."
+    if stamp is None:
+        warnings.warn(f"{path} records no settings (an older sink_nb wrote it): it cannot be checked as this run's own",
+                      stacklevel=4)
+        return
+    try: drawn_for = json.loads(stamp) if isinstance(stamp, str) else None
+    except (ValueError, RecursionError): drawn_for = None
+    if not isinstance(drawn_for, dict): raise ValueError(f"{path} is damaged: its settings stamp is not readable")
+    if wrong := _differences(drawn_for, json.loads(json.dumps(self.settings(), sort_keys=True, default=str))):
+        raise ValueError(f"{path} was drawn for other settings than the run's ({wrong}): the data of another run, "
+                         f"or {self.CONFIG} edited since")
 
 # %% ../nbs/05_runs.ipynb #f4dac351
 @patch

@@ -158,10 +158,13 @@ def test_outputs_never_overwrite_what_is_read(runs, copy, tmp_path):
     run = copy()
     before = tree(run)
     res = cli('compare', run, '--json', run / 'config.yaml')
-    assert res.returncode == 1 and 'which is read' in res.stderr, res.stderr
+    assert res.returncode == 2 and 'is inside the run folder' in res.stderr, res.stderr
     res = cli('compare', run, '--json', tmp_path / 'f', '--chart', tmp_path / 'f')
     assert res.returncode == 1 and 'name the same file' in res.stderr, res.stderr
     res = cli('stream', run, '--T', '32', '--window', '8', '--chart', run / 'eval.safetensors')
+    assert res.returncode == 2 and 'is inside the run folder' in res.stderr, res.stderr
+    model = run.parent / 'model'; model.mkdir(); (model / 'config.json').write_text('{}')   # an input that is no run
+    res = cli('stream', model, '--T', '32', '--window', '8', '--chart', model / 'chart.svg')
     assert res.returncode == 1 and 'which is read' in res.stderr, res.stderr
     assert tree(run) == before
 
@@ -194,3 +197,26 @@ def test_planted_pipes_deep_nesting_and_huge_pids_are_one_line(copy):
     (run / '.lock').unlink()
     (run / '.sink_nb_run.json').unlink(); os.mkfifo(run / '.sink_nb_run.json')     # the manifest a pipe: never read
     one_line_error(cli('train', *DEMO, 'overwrite=true', f'out_dir={run}', timeout=60), 'removes only what sink_nb wrote')
+
+
+def test_outputs_never_land_in_a_run_or_write_through_a_link(runs, copy, tmp_path):
+    run, other = copy(0), copy(1)
+    before = tree(other)
+    res = cli('compare', run, '--json', other / 'config.yaml')              # another run's file
+    assert res.returncode == 2 and 'is inside the run folder' in res.stderr, res.stderr
+    os.link(run / 'config.yaml', tmp_path / 'h.json')                       # a hard link to a run's own file
+    config = (run / 'config.yaml').read_text()
+    assert cli('compare', run, '--json', tmp_path / 'h.json').returncode == 0
+    assert (run / 'config.yaml').read_text() == config and tree(other) == before
+
+
+def test_an_evaluation_set_without_or_with_a_bad_stamp_is_said(copy):
+    from sink_nb.checkpoints import load_tree, save_tree
+    run = copy()
+    (run / 'result.safetensors').unlink()
+    tree_ = load_tree(run / 'eval.safetensors')
+    save_tree(tree_ | dict(settings='[1, 2]'), run / 'eval.safetensors')
+    one_line_error(cli('compare', run), 'its settings stamp is not readable')
+    del tree_['settings']; save_tree(tree_, run / 'eval.safetensors')
+    res = cli('compare', run)
+    assert res.returncode == 0 and 'records no settings' in res.stderr, res.stderr
