@@ -459,6 +459,7 @@ def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
     for d in sorted(ckpts.iterdir()):
         if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
             out.append(d.name); continue
+        if d.name.endswith('.tmp'): continue                   # a write a kill -9 cut short: whatever it holds is ours
         out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
                 if f.is_symlink() or not f.is_file() or f.name not in _CHECKPOINT_FILES]
     return out

@@ -220,3 +220,11 @@ def test_an_evaluation_set_without_or_with_a_bad_stamp_is_said(copy):
     del tree_['settings']; save_tree(tree_, run / 'eval.safetensors')
     res = cli('compare', run)
     assert res.returncode == 0 and 'records no settings' in res.stderr, res.stderr
+
+
+def test_a_checkpoint_write_cut_short_does_not_block_the_resume(copy):
+    run = copy()
+    (run / 'checkpoints' / 'step-30.tmp').mkdir(); (run / 'checkpoints' / 'step-30.tmp' / '.tmpw5ymJC').write_bytes(b'\0')
+    res = cli('train', *DEMO, 'steps=30', 'resume=true', 'allow_changes=[steps]', f'out_dir={run}')
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert not (run / 'checkpoints' / 'step-30.tmp').exists() and (run / 'checkpoints' / 'step-30').is_dir()
