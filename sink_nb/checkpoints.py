@@ -14,7 +14,7 @@ from safetensors import SafetensorError
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'save_checkpoint',
+__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'save_checkpoint', 'plain_file',
            'list_checkpoints', 'load_checkpoint', 'latest_good_checkpoint', 'process_alive', 'lock_owner',
            'folder_lock']
 
@@ -117,10 +117,14 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     return final
 
 # %% ../nbs/04_checkpoints.ipynb #9df9c368
+def plain_file(path:Path) -> bool:
+    "Is `path` a regular file and no link: the only kind sink_nb reads in a folder (a pipe would hang the read)."
+    return path.is_file() and not path.is_symlink()
+
 def _recorded_step(d:Path) -> int|None:
     "The step a checkpoint folder's state.json records (None when unreadable)."
     f = d / 'state.json'
-    if f.is_symlink() or not f.is_file(): return None                      # a link or a pipe is never read
+    if not plain_file(f): return None
     try: return json.loads(f.read_text()).get('step')
     except (OSError, ValueError, AttributeError, RecursionError): return None
 
@@ -181,7 +185,7 @@ def process_alive(pid:int) -> bool:
 def lock_owner(lock:Path) -> dict|None:
     "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
     if not (lock.exists() or lock.is_symlink()): return None
-    if lock.is_symlink() or not lock.is_file(): return {}               # a link or a pipe is never read
+    if not plain_file(lock): return {}
     try: owner = json.loads(lock.read_text())
     except FileNotFoundError: return None
     except (OSError, ValueError, RecursionError): return {}

@@ -15,7 +15,7 @@ from safetensors import SafetensorError
 from torch import Tensor
 
 from .checkpoints import (folder_lock, is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint,
-                                 load_tree, lock_owner, process_alive, save_tree)
+                                 load_tree, lock_owner, plain_file, process_alive, save_tree)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields, check_float, check_int)
@@ -284,6 +284,8 @@ def settings_at(self:Run, step:int) -> dict:
     return s
 
 def _differences(a:dict, b:dict) -> str:
+    "The first settings that differ, 'key: a -> b', each side as JSON stores it (a tuple is a list)."
+    a, b = (json.loads(json.dumps(d, sort_keys=True, default=str)) for d in (a, b))
     return ', '.join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(k for k in a.keys() | b.keys()
                                                                           if a.get(k) != b.get(k))[:4])
 
@@ -333,7 +335,7 @@ def model(self:Run, step:int|None=None) -> tuple[SinkLM, int]:
 def _manifest(self:Run) -> set[str]:
     "The names sink_nb wrote in this folder, by its manifest; empty without one."
     path = self.path / self.MANIFEST
-    if path.is_symlink() or not path.is_file(): return set()               # a link or a pipe is never read
+    if not plain_file(path): return set()
     try: m = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError): return set()
     return set(m.get('written', [])) if isinstance(m, dict) and m.get('format') == 'sink_nb.run' else set()
@@ -409,7 +411,7 @@ def _check_drawn_for(self:Run, stamp, path:Path):
     try: drawn_for = json.loads(stamp) if isinstance(stamp, str) else None
     except (ValueError, RecursionError): drawn_for = None
     if not isinstance(drawn_for, dict): raise ValueError(f"{path} is damaged: its settings stamp is not readable")
-    if wrong := _differences(drawn_for, json.loads(json.dumps(self.settings(), sort_keys=True, default=str))):
+    if wrong := _differences(drawn_for, self.settings()):
         raise ValueError(f"{path} was drawn for other settings than the run's ({wrong}): the data of another run, "
                          f"or {self.CONFIG} edited since")
 
@@ -445,7 +447,7 @@ def write_summary(self:Run, summary:dict):
 def summary(self:Run) -> dict|None:
     "The finished run's summary; None when the run has not finished, or was continued or changed since it did."
     path, ckpts = self.path / self.SUMMARY, self.checkpoints
-    try: s = json.loads(path.read_text()) if path.is_file() and not path.is_symlink() else None
+    try: s = json.loads(path.read_text()) if plain_file(path) else None
     except (OSError, ValueError, RecursionError): return None
     fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
     return s if fresh else None
@@ -457,12 +459,12 @@ def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
     "Entries of checkpoints/ that a run does not write: other names, symlinks, other files in a step folder."
     out = []
     for d in sorted(ckpts.iterdir()):
-        if d.name.startswith('.write-test-') and d.is_file() and not d.is_symlink(): continue   # `claim`'s, cut short
+        if d.name.startswith('.write-test-') and plain_file(d): continue   # `claim`'s, cut short
         if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
             out.append(d.name); continue
         if d.name.endswith('.tmp'): continue                   # a write a kill -9 cut short: whatever it holds is ours
         out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
-                if f.is_symlink() or not f.is_file() or f.name not in _CHECKPOINT_FILES]
+                if not plain_file(f) or f.name not in _CHECKPOINT_FILES]
     return out
 
 # %% ../nbs/05_runs.ipynb #0633abac
@@ -555,9 +557,8 @@ def status(self:Run) -> str:
     "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
     if not self.path.is_dir(): return 'no such folder'
     if not self.is_run: return 'empty' if not self._contents() else 'not a run'
-    try: steps, evals, events = self.config.train.steps, self.metrics(quiet=True), self.events()
-    except ValueError as e: return f'unreadable ({e})'
-    try: ckpts = self.checkpoints
+    try: steps, evals, events, ckpts = (self.config.train.steps, self.metrics(quiet=True), self.events(),
+                                        self.checkpoints)
     except ValueError as e: return f'unreadable ({e})'
     last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
     if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"

@@ -18,7 +18,7 @@ from . import __version__
 from .checks import check_bool, check_choice, check_int
 from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, corpus_files,
                              get_tokenizer, is_saved_dataset, load_corpus, local_path, text_paragraphs)
-from .checkpoints import process_alive
+from .checkpoints import plain_file, process_alive
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'token_dtype', 'Encoder', 'document_batches', 'tokenizer_key', 'prepare', 'TokenShards',
@@ -289,7 +289,7 @@ def _check_starts(starts:np.ndarray, n:int, path:Path):
 def _read_meta(path:Path) -> dict:
     "meta.json of a prepared corpus, every field checked; a clear error for any other folder."
     f = path / 'meta.json'
-    try: meta = json.loads(f.read_text()) if f.is_file() and not f.is_symlink() else {}
+    try: meta = json.loads(f.read_text()) if plain_file(f) else {}
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ValueError(f"{f} is not readable JSON ({type(e).__name__})") from None
     if not isinstance(meta, dict) or meta.get('format') != 'sink_nb.tokens':
