@@ -62,7 +62,7 @@ def worker(args):
     print(json.dumps(dict(T=T, N=N, L=L, H=H, max_pos=limit, allow_longer=allow_longer, seconds=wall,
                           measure_seconds=res.metadata['seconds'], added_bytes=mem.peak, process_peak_bytes=process_peak,
                           eager_bytes=eager_bytes(N, L, H, T), sink1=float(res.rate(1, eps=args.eps)),
-                          backend=res.metadata['backend'], dtype=res.metadata['dtype'], threads=torch.get_num_threads())))
+                          route=res.metadata['route'], dtype=res.metadata['dtype'], threads=torch.get_num_threads())))
 
 
 def main(argv=None):
@@ -92,7 +92,7 @@ def main(argv=None):
     say(f"hf.measure at long T: natural probe (built-in text, pack=True), fp32, model={args.model}, {where}, "
         f"torch {torch.__version__}")
     header = (f"{'T':>5} {'N':>2} {'max_pos':>7}  {'seconds':>8}  {'added MiB':>9} {'process peak MiB':>16}  "
-              f"{'eager maps MiB*':>15} {'eager/added':>11}  {'Sink_1':>6}  backend  note")
+              f"{'eager maps MiB*':>15} {'eager/added':>11}  {'Sink_1':>6}  route    note")
     say(header); say('-' * len(header))
     load0, failed = os.getloadavg()[0], None
     for T in args.T:
@@ -108,7 +108,7 @@ def main(argv=None):
         if r['N'] < args.n: note = (note + '; ' if note else '') + f"only {r['N']} of {args.n} samples in the text"
         say(f"{T:>5} {r['N']:>2} {str(r['max_pos']):>7}  {r['seconds']:>8.1f}  {r['added_bytes'] / 2**20:>9.1f} "
             f"{r['process_peak_bytes'] / 2**20:>16.1f}  {r['eager_bytes'] / 2**20:>15.1f} "
-            f"{r['eager_bytes'] / max(r['added_bytes'], 1):>10.1f}x  {r['sink1']:>6.2f}  {r['backend']:<7}  {note}")
+            f"{r['eager_bytes'] / max(r['added_bytes'], 1):>10.1f}x  {r['sink1']:>6.2f}  {r['route']:<7}  {note}")
     if rows:
         r = rows[0]
         say(f"* eager maps = N × L × H × T² × 4 bytes (fp32), with L = num_hidden_layers = {r['L']} and H = "

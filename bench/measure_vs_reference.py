@@ -45,9 +45,9 @@ def resolve(model):
 def reference(path, ids, device):
     "The reference method: one sample at a time through `generate`, eager fp32 maps kept for all samples, then α."
     import transformers
-    from sink_nb.hf import _source
+    from sink_nb.hf import resolve_model
     from sink_nb.metrics import importance
-    src, kw = _source(path)
+    _, src, kw = resolve_model(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation='eager', **kw).to(device).eval()
     with PeakMemory(device) as mem:
         t0 = time.perf_counter()
@@ -69,7 +69,7 @@ def streamed(path, ids, device):
     model, tok, _ = hf.load_model(path, dtype='float32', device=device)
     with PeakMemory(device) as mem:
         t0 = time.perf_counter()
-        alpha, _, route, _ = hf._run(model, ids, max(1, min(16, 4096 // ids.shape[1])), False, 'auto', False)
+        alpha, _, route, _ = hf.measure_ids(model, ids, max(1, min(16, 4096 // ids.shape[1])))
         if device.type == 'cuda': torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
     return alpha, seconds, mem.peak, route
@@ -81,7 +81,7 @@ def worker(args):
     import transformers
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
     device = torch.device(args.device)
-    src, kw = hf._source(args.path)
+    _, src, kw = hf.resolve_model(args.path)
     tok = transformers.AutoTokenizer.from_pretrained(src, **kw)
     ids, _ = probe_batch('natural', T=args.T[0], n=args.n[0], tokenizer=tok, pack=True)
     if args.worker == 'reference': alpha, seconds, peak = reference(args.path, ids, device); route = 'eager'
@@ -109,7 +109,7 @@ def main():
     print(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (streaming, fp32); "
           f"model={args.model}, {where}, torch {torch.__version__}")
     print(f"{'T':>5} {'N':>4}  {'ref s':>7} {'measure s':>9} {'time ratio':>10}  {'ref MiB':>8} {'measure MiB':>11} {'mem ratio':>9}"
-          f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  backend")
+          f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  route")
     print('-' * 124)
     from sink_nb.metrics import sink_rate
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,11 +123,11 @@ def main():
             r, m = res['reference'], res['measure']
             row = dict(T=T, N=r['N'], reference_s=r['seconds'], measure_s=m['seconds'], reference_mib=r['peak'] / 2**20,
                        measure_mib=m['peak'] / 2**20, sink1_reference=sink_rate(r['alpha']), sink1_measure=sink_rate(m['alpha']),
-                       max_delta=(r['alpha'] - m['alpha']).abs().max().item(), backend=m['route'])
+                       max_delta=(r['alpha'] - m['alpha']).abs().max().item(), route=m['route'])
             rows.append(row)
             print(f"{T:>5} {row['N']:>4}  {row['reference_s']:>7.2f} {row['measure_s']:>9.2f} {row['reference_s'] / row['measure_s']:>9.1f}x"
                   f"  {row['reference_mib']:>8.1f} {row['measure_mib']:>11.1f} {row['reference_mib'] / max(row['measure_mib'], 1e-3):>8.1f}x"
-                  f"  {row['sink1_reference']:>10.2f} {row['sink1_measure']:>14.2f}  {row['max_delta']:>8.1e}  {row['backend']}")
+                  f"  {row['sink1_reference']:>10.2f} {row['sink1_measure']:>14.2f}  {row['max_delta']:>8.1e}  {row['route']}")
     if args.json: args.json.write_text(json.dumps(dict(model=args.model, device=args.device, rows=rows), indent=1))
 
 

@@ -15,10 +15,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
-                            check_tensor)
+                            renamed_args, renamed_attributes,
+                            check_tensor, renamed_args, renamed_attributes)
 
 # %% auto #0
-__all__ = ['NORMALISERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'key_range', 'AttentionOp', 'AttentionSpec',
+__all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'key_range', 'AttentionOp', 'AttentionSpec',
            'block_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
@@ -52,7 +53,8 @@ def _row_sum(a:Tensor, vis:Tensor) -> Tensor: return a / (a.sum(-1, keepdim=True
 def _max_abs(a:Tensor, vis:Tensor) -> Tensor:
     return a / a.sum(-1, keepdim=True).abs().clamp_min(1.)    # A / max(|ΣA|, 1)
 
-NORMALISERS = {'softmax': _softmax, 'softpick': _softpick, 'sum': _row_sum, 'max_abs': _max_abs}
+NORMALIZERS = {'softmax': _softmax, 'softpick': _softpick, 'sum': _row_sum, 'max_abs': _max_abs}
+__getattr__ = renamed_attributes('sink_nb.attention', NORMALISERS='NORMALIZERS')
 
 # %% ../nbs/01_attention.ipynb #f2711931
 def _elu1(x:Tensor) -> Tensor: return F.elu(x) + 1
@@ -62,24 +64,28 @@ def _identity(x:Tensor) -> Tensor: return x
 class AttentionOp:
     "One attention operation: how scaled scores become weights, and which weights the sink metric reads."
     name:str
-    normaliser:str = 'softmax'           # a key of NORMALISERS
-    score_map:Callable|None = None       # elementwise map of scores before the normaliser; None: it takes the scores
+    normalizer:str = 'softmax'           # a key of NORMALIZERS
+    score_map:Callable|None = None       # elementwise map of scores before the normalizer; None: it takes the scores
     feature:Callable|str|None = None     # kernel φ on q and k after RoPE; 'learned': the layer's own (an MLP)
     optional_norm:bool = False           # normalising is a choice (`normalize`), off by default
     fixed_logit:float|None = None        # a constant logit joining each row as a zero-value key slot
-    proxy:str = 'weights'                # metric reads: 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
-    proxy_normalized:str|None = None     # ... when normalised, if different
+    proxy_rule:str = 'weights'           # weights the metric reads: 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
+    proxy_rule_normalized:str|None = None  # ... when normalised, if different
     fused:bool = False                   # computed by fused softmax kernels
+
+AttentionOp.__init__ = renamed_args(normaliser='normalizer', proxy='proxy_rule',
+                                    proxy_normalized='proxy_rule_normalized')(AttentionOp.__init__)
 
 # %% ../nbs/01_attention.ipynb #cd9d56be
 ATTENTION_OPS = {op.name: op for op in [
     AttentionOp('softmax', fused=True),
     AttentionOp('softpick', 'softpick'),
-    AttentionOp('sigmoid', 'sum', torch.sigmoid, optional_norm=True, proxy='sum'),
-    AttentionOp('elu', 'sum', _elu1, optional_norm=True, proxy='sum'),
-    AttentionOp('linear_kernel', 'max_abs', _identity, _identity, optional_norm=True, proxy='abs'),
-    AttentionOp('elu_kernel', 'sum', _identity, _elu1, optional_norm=True, proxy='abs', proxy_normalized='weights'),
-    AttentionOp('mlp_kernel', 'max_abs', _identity, 'learned', optional_norm=True, proxy='abs'),
+    AttentionOp('sigmoid', 'sum', torch.sigmoid, optional_norm=True, proxy_rule='sum'),
+    AttentionOp('elu', 'sum', _elu1, optional_norm=True, proxy_rule='sum'),
+    AttentionOp('linear_kernel', 'max_abs', _identity, _identity, optional_norm=True, proxy_rule='abs'),
+    AttentionOp('elu_kernel', 'sum', _identity, _elu1, optional_norm=True, proxy_rule='abs',
+                proxy_rule_normalized='weights'),
+    AttentionOp('mlp_kernel', 'max_abs', _identity, 'learned', optional_norm=True, proxy_rule='abs'),
 ]}
 
 # %% ../nbs/01_attention.ipynb #a1327cd2
@@ -117,10 +123,10 @@ def _proxy(w:Tensor, kind:str) -> Tensor:
 
 def block_weights(s:Tensor, vis:Tensor, op:AttentionOp, normalize:bool, proxy:bool=False) -> Tensor:
     "Weights of scores `s` (..., c, n) under visibility `vis`: the model's (proxy=False) or those the metric reads."
-    if op.score_map is None: return NORMALISERS[op.normaliser](s, vis)
+    if op.score_map is None: return NORMALIZERS[op.normalizer](s, vis)
     w = op.score_map(s).masked_fill(~vis, 0.)
-    if normalize: w = NORMALISERS[op.normaliser](w, vis)
-    return _proxy(w, (op.proxy_normalized or op.proxy) if normalize else op.proxy) if proxy else w
+    if normalize: w = NORMALIZERS[op.normalizer](w, vis)
+    return _proxy(w, (op.proxy_rule_normalized or op.proxy_rule) if normalize else op.proxy_rule) if proxy else w
 
 # %% ../nbs/01_attention.ipynb #db6cb35b
 def _gqa_view(q:Tensor, k:Tensor) -> tuple[Tensor, Tensor]:
@@ -136,15 +142,15 @@ def _gqa_view(q:Tensor, k:Tensor) -> tuple[Tensor, Tensor]:
     return q.to(dtype).reshape(B, k.shape[1], H // k.shape[1], T, d), k.to(dtype).unsqueeze(2)
 
 # %% ../nbs/01_attention.ipynb #628d97fc
-def _slot(key_bias:Tensor|None, logit:Tensor|None, H:int, Hkv:int, d:int, like:Tensor):
+def _slot(slot_k:Tensor|None, logit:Tensor|None, H:int, Hkv:int, d:int, like:Tensor):
     "The slot as ('key', k* (1, H_kv, 1, d, 1)) or ('logit', (1, H_kv, G, 1, 1)), or None."
-    if key_bias is not None and logit is not None:
-        raise ValueError("a layer has one slot: pass `key_bias` or a logit, not both")
-    if key_bias is not None:
-        if key_bias.shape[-1] != d or key_bias.ndim not in (1, 2) or (key_bias.ndim == 2 and key_bias.shape[0] != Hkv):
-            raise ValueError(f"`key_bias` must have shape (d_h,) = ({d},) or (H_kv, d_h) = ({Hkv}, {d}), got "
-                             f"{tuple(key_bias.shape)}")
-        return 'key', key_bias.to(like).expand(Hkv, d).reshape(1, Hkv, 1, d, 1)
+    if slot_k is not None and logit is not None:
+        raise ValueError("a layer has one slot: pass `slot_k` or a logit, not both")
+    if slot_k is not None:
+        if slot_k.shape[-1] != d or slot_k.ndim not in (1, 2) or (slot_k.ndim == 2 and slot_k.shape[0] != Hkv):
+            raise ValueError(f"`slot_k` must have shape (d_h,) = ({d},) or (H_kv, d_h) = ({Hkv}, {d}), got "
+                             f"{tuple(slot_k.shape)}")
+        return 'key', slot_k.to(like).expand(Hkv, d).reshape(1, Hkv, 1, d, 1)
     if logit is not None:
         if logit.shape != (H,):
             raise ValueError(f"`sink_logit` must have shape (H,) = ({H},), got {tuple(logit.shape)}")
@@ -154,7 +160,8 @@ def _slot(key_bias:Tensor|None, logit:Tensor|None, H:int, Hkv:int, d:int, like:T
 # %% ../nbs/01_attention.ipynb #0323ef70
 class QK:
     "Queries and keys prepared once — φ, GQA view, slot, padding — for the weights of any block of query rows."
-    def __init__(self, q:Tensor, k:Tensor, spec:AttentionSpec=AttentionSpec(), key_bias:Tensor|None=None,
+    @renamed_args(key_bias='slot_k')
+    def __init__(self, q:Tensor, k:Tensor, spec:AttentionSpec=AttentionSpec(), slot_k:Tensor|None=None,
                  sink_logit:Tensor|None=None, feature_map:Callable|None=None, score_bias:Callable|None=None,
                  mask:Tensor|None=None, proxy:bool=False, check:bool=True):
         if check: check_tensor(q, 'q', ranks=(3, 4)); check_tensor(k, 'k', ranks=(3, 4))
@@ -172,7 +179,7 @@ class QK:
         if sink_logit is not None and (self.op.fixed_logit is not None or self.op.feature is not None):
             why = "it has a fixed logit slot already" if self.op.feature is None else "kernel attention has no scores"
             raise ValueError(f"`sink_logit` cannot join op={spec.op!r}: {why}")
-        self.slot = _slot(key_bias, logit, H, k.shape[1], d, self.q)
+        self.slot = _slot(slot_k, logit, H, k.shape[1], d, self.q)
         if self.slot and self.slot[0] == 'key' and self.phi is not None:          # a key slot is a key: φ applies
             self.slot = 'key', self.phi(self.slot[1].transpose(-1, -2)).transpose(-1, -2)
         self.n_slots = int(self.slot is not None)
@@ -234,7 +241,7 @@ def attention_weights(
     q:Tensor, k:Tensor,           # (B, H, T, d_h) and (B, H_kv, T, d_h) after RoPE; or unbatched (H, T, d_h)
     op:str='softmax',             # a key of ATTENTION_OPS
     proxy:bool=True,              # the weights the metric reads (True) or the model's own (False)
-    **kwargs,                     # normalize, window, prefix, causal, scale; key_bias, sink_logit, ... (of `QK`)
+    **kwargs,                     # normalize, window, prefix, causal, scale; slot_k, sink_logit, ... (of `QK`)
 ) -> Tensor:                      # (B, H, T, n_slots + T)
     "The full attention weights of one operation under the paper's masks."
     rows = QK(q, k, AttentionSpec.pop_from(op, kwargs), proxy=proxy, **kwargs)
@@ -410,14 +417,14 @@ def attend(
     mask:Tensor|None=None,           # padding mask (B, T), True = real token
     backend:str='eager',             # one of BACKENDS (resolve 'auto' with `choose_backend` first)
     chunk:int|None=None,             # query rows per block for 'chunked'
-    edit_scores:Callable|None=None,  # eager only: scores (B, H, T, n_slots + T) -> edited scores, before the normaliser
+    edit_scores:Callable|None=None,  # eager only: scores (B, H, T, n_slots + T) -> edited scores, before the normalizer
     edit_weights:Callable|None=None, # eager only: weights (B, H, T, n_slots + T) -> edited weights, before the values
 ) -> tuple[Tensor, Tensor|None]:     # output (B, H, T, d_v); the weights with backend='eager', else None
     "Attention of any operation, mask, slot and position bias, on the chosen backend."
     if (edit_scores or edit_weights) and backend != 'eager':
         raise ValueError(f"editing scores or weights needs backend='eager', got {backend!r}")
     if backend in ('eager', 'chunked'):
-        rows = QK(q, k, spec, key_bias=slot_k, sink_logit=sink_logit, feature_map=feature_map, score_bias=score_bias,
+        rows = QK(q, k, spec, slot_k=slot_k, sink_logit=sink_logit, feature_map=feature_map, score_bias=score_bias,
                   mask=mask, check=False)
         return _attend_rows(rows, v, slot_v, chunk, backend == 'eager', edit_scores, edit_weights)
     reason = unsupported_reason(backend, spec, q.device, q.dtype, slot_k is not None or sink_logit is not None,

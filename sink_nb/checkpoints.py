@@ -14,8 +14,8 @@ from safetensors import SafetensorError
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'save_checkpoint', 'plain_file',
-           'list_checkpoints', 'load_checkpoint', 'latest_good_checkpoint', 'process_alive', 'lock_owner',
+__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'plain_file', 'list_checkpoints',
+           'save_checkpoint', 'load_checkpoint', 'latest_good_checkpoint', 'process_alive', 'lock_owner', 'stale_lock',
            'folder_lock']
 
 # %% ../nbs/04_checkpoints.ipynb #72b9dedb
@@ -92,30 +92,6 @@ def _check_space(folder:Path, tensors:list[Tensor]):
         raise OSError(errno.ENOSPC, f"not enough disk space for a checkpoint in {folder}: need {human_size(need)}, "
                                     f"{human_size(free)} free; the last complete checkpoint is kept")
 
-# %% ../nbs/04_checkpoints.ipynb #5901df6f
-def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
-    "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; prune old ones."
-    from safetensors.torch import save_file
-    ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
-    model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
-    list_checkpoints(run_dir)                                  # a linked checkpoints/ is refused before any write
-    ckpts.mkdir(parents=True, exist_ok=True); _check_space(ckpts, list(model_state.values()) * 3)   # + Adam's moments
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    try:
-        save_file(model_state, str(tmp / 'model.safetensors'))
-        save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
-        (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
-    except (OSError, SafetensorError) as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if is_disk_full(e):
-            raise OSError(errno.ENOSPC, f"disk full while writing checkpoint step-{step} in {ckpts}; the last "
-                                        "complete checkpoint is kept") from None
-        raise
-    shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
-    for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
-    return final
-
 # %% ../nbs/04_checkpoints.ipynb #9df9c368
 def plain_file(path:Path) -> bool:
     "Is `path` a regular file and no link: the only kind sink_nb reads in a folder (a pipe would hang the read)."
@@ -141,6 +117,30 @@ def list_checkpoints(run_dir:Path) -> list[int]:
     done = [p for p in d.glob('step-*') if p.is_dir() and p.name[5:].isdigit() and (p / 'state.json').exists()]
     return sorted(int(p.name[5:]) for p in done if _recorded_step(p) == int(p.name[5:]))   # a renamed copy is none
 
+# %% ../nbs/04_checkpoints.ipynb #5901df6f
+def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
+    "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; prune old ones."
+    from safetensors.torch import save_file
+    ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
+    model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
+    list_checkpoints(run_dir)                                  # a linked checkpoints/ is refused before any write
+    ckpts.mkdir(parents=True, exist_ok=True); _check_space(ckpts, list(model_state.values()) * 3)   # + Adam's moments
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    try:
+        save_file(model_state, str(tmp / 'model.safetensors'))
+        save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
+        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+        (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
+    except (OSError, SafetensorError) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if is_disk_full(e):
+            raise OSError(errno.ENOSPC, f"disk full while writing checkpoint step-{step} in {ckpts}; the last "
+                                        "complete checkpoint is kept") from None
+        raise
+    shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
+    for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
+    return final
+
 # %% ../nbs/04_checkpoints.ipynb #2d58f4b1
 _VERIFIED = ('model.safetensors', 'optimizer.safetensors', 'rng.safetensors')
 
@@ -158,8 +158,11 @@ def load_checkpoint(run_dir:Path, step:int) -> dict:
         raise ValueError(f"{d / 'state.json'} lacks the checksums of {list(_VERIFIED)}: the files cannot be verified")
     if state.get('step') != step:
         raise ValueError(f"{d} says it is step {state.get('step')!r}: a checkpoint copied or renamed by hand")
+    if outside := sorted(str(n) for n in sums if not isinstance(n, str) or n in ('', '.', '..') or Path(n).name != n):
+        raise ValueError(f"{d / 'state.json'} names files outside the checkpoint ({', '.join(outside)}): only the "
+                         "checkpoint's own files are read")
     for name, digest in sums.items():
-        if not (d / name).is_file() or _sha256(d / name) != digest:
+        if not plain_file(d / name) or _sha256(d / name) != digest:
             raise ValueError(f"{d / name} is missing or damaged (checksum)")
     return dict(model=load_file(str(d / 'model.safetensors')), optimizer=load_tree(d / 'optimizer.safetensors'),
                 rng=load_tree(d / 'rng.safetensors'), state=state)
@@ -192,7 +195,7 @@ def lock_owner(lock:Path) -> dict|None:
     return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
 
 # %% ../nbs/04_checkpoints.ipynb #a698da18
-def _stale(lock:Path, owner:dict, me:dict) -> str|None:
+def stale_lock(lock:Path, owner:dict, me:dict) -> str|None:
     "Why the lock may be taken over (its process ended, or it is empty and old), or None."
     if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
         return f"was left by process {owner['pid']}, which has ended"
@@ -211,7 +214,7 @@ def folder_lock(folder:Path, name:str='.lock'):
         except FileExistsError:
             owner = lock_owner(lock)
             if owner is None: continue
-            if why := _stale(lock, owner, me):
+            if why := stale_lock(lock, owner, me):
                 warnings.warn(f"{lock} {why}; taking it over"); lock.unlink(missing_ok=True); continue
             who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
             raise RuntimeError(f"{folder} is in use by another run ({who}): wait for it or use another out_dir; if "

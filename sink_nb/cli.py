@@ -101,19 +101,19 @@ def run_prepare(args) -> dict:
     print(f"wrote {path}")
     return {part: len(s) for part, s in parts.items()}
 
-# %% ../nbs/17_cli.ipynb #ee6a7cfc
-def _list_configs() -> str:
-    from sink_nb.run_configs import list_configs, load_run_config
-    papers = {name: load_run_config(name)[2] for name in list_configs()}
-    rows = [f"{name:<26} {_paper_number(p):<16} {p['description']}" for name, p in papers.items()]
-    return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
-
 # %% ../nbs/17_cli.ipynb #5126bab1
 def _paper_number(paper:dict) -> str:
     "The paper's Sink_1 ('*': measured on proxy weights), or its Sink* when that is the number reported."
     if paper.get('sink_rate') is not None: return f"{paper['sink_rate']:.2f}" + ('*' if paper.get('proxy') else '')
     if paper.get('sink_star') is not None: return f"{paper['sink_star']:.2f} (Sink*)"
     return '-'
+
+# %% ../nbs/17_cli.ipynb #ee6a7cfc
+def _list_configs() -> str:
+    from sink_nb.run_configs import list_configs, load_run_config
+    papers = {name: load_run_config(name)[2] for name in list_configs()}
+    rows = [f"{name:<26} {_paper_number(p):<16} {p['description']}" for name, p in papers.items()]
+    return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
 
 # %% ../nbs/17_cli.ipynb #4089402e
 def _override_keys() -> str:
@@ -191,17 +191,17 @@ def run_measure(args) -> dict:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
                       device=args.device,
                       batch_size=args.batch_size, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos],
-                      activations=args.activations, pack=args.pack, backend=args.backend, seed=args.seed)
+                      activations=args.activations, pack=args.pack, route=args.route, seed=args.seed)
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     md = res.metadata
     print(f"sink_nb measure: {res.name} ({md['model_class']}), probe={args.probe}, N={res.N} (skipped "
           f"{md['skipped']}), "
-          f"T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, backend={md['backend']}")
+          f"T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, route={md['route']}")
     print(_measure_table(res, args.eps))
     summary = dict(model=res.name, probe=args.probe, T=res.T, N=res.N, skipped=md['skipped'],
                    sink_rate=res.rate(1, args.eps),
-                   backend=md['backend'], seconds=md['seconds'])
-    print(f"Sink_1 = {summary['sink_rate']:.2f}%  ({md['backend']}: {md['backend_reason']}; {md['seconds']:.1f} s)")
+                   route=md['route'], seconds=md['seconds'])
+    print(f"Sink_1 = {summary['sink_rate']:.2f}%  ({md['route']}: {md['route_reason']}; {md['seconds']:.1f} s)")
     if args.out: print(f"wrote {res.save(args.out)}")
     return summary
 
@@ -296,6 +296,11 @@ class _TrainHelp(argparse.Action):
                                    'section):')
         print(_override_keys()); parser.exit()
 
+class _Renamed(argparse.Action):
+    "A flag a command had before: refused with its new spelling."
+    def __init__(self, *args, new:str, **kwargs): self.new = new; super().__init__(*args, **kwargs)
+    def __call__(self, parser, namespace, values, option_string=None): parser.error(f"{option_string} is now {self.new}")
+
 def _train_parser(sub):
     t = sub.add_parser('train', help='train one experiment config (shipped name or YAML) with key=value overrides',
                        add_help=False,
@@ -333,8 +338,9 @@ def _measure_parser(sub):
                                                                                 "(auto), forced, or none")
     _placement_flags(m)
     m.add_argument('--batch-size', type=_int_at_least(1), help='samples per forward pass')
-    m.add_argument('--backend', choices=('auto', 'stream', 'eager'), default='auto', help='stream α from q, k (auto: '
-                                                                                          'when the model allows)')
+    m.add_argument('--route', choices=('auto', 'qk', 'eager'), default='auto',
+                   help='qk: α streamed from q and k; eager: T×T weights (auto: qk when the model allows)')
+    m.add_argument('--backend', action=_Renamed, new='--route', help=argparse.SUPPRESS)
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
     m.add_argument('--seed', type=int, default=0)
@@ -543,7 +549,7 @@ def run_heads(args) -> dict:
         model, tok, _ = load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')
         if args.intervene: check_model(model)
         ids, _ = probe_batch('natural', args.T, args.n, tok, pack=True)
-        res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, backend='stream',
+        res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, route='qk',
                       progress=not args.quiet)
         table = res.heads(args.eps, args.window)
         groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}

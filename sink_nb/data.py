@@ -80,7 +80,9 @@ def _documents_hash(dataset, text_field:str) -> str:
     h = hashlib.sha1()
     if isinstance(dataset, list): rows = dataset
     elif text_field in dataset.column_names: rows = dataset[text_field]
-    else: rows = [np.asarray(r, np.int64).tobytes() for r in dataset['input_ids']]
+    elif 'input_ids' in dataset.column_names: rows = [np.asarray(r, np.int64).tobytes() for r in dataset['input_ids']]
+    else: raise ValueError(f"`text_field` {text_field!r} is not a column of the dataset, nor is 'input_ids': "
+                           f"{dataset.column_names}")
     for r in rows: h.update(r.encode() if isinstance(r, str) else r); h.update(b'\0')
     return h.hexdigest()[:16]
 
@@ -97,6 +99,15 @@ def _pack_key(dataset, tokenizer, T:int, text_field:str) -> dict:
 # %% ../nbs/09_data.ipynb #363b8a38
 def _key_file(cache:Path) -> Path: return cache.with_name(cache.name + '.json')
 
+# %% ../nbs/09_data.ipynb #107d9963
+def _save_cache(tokens:np.ndarray, cache:Path, key:dict):
+    "Write the array and its key atomically (temporary files, then renames)."
+    cache.parent.mkdir(parents=True, exist_ok=True); tag = uuid.uuid4().hex[:8]
+    with open(cache.with_name(f'.{cache.name}.{tag}'), 'wb') as f: np.save(f, tokens)
+    _key_file(cache).with_name(f'.{cache.name}.json.{tag}').write_text(json.dumps(key, indent=1))
+    os.replace(cache.with_name(f'.{cache.name}.{tag}'), cache)
+    os.replace(_key_file(cache).with_name(f'.{cache.name}.json.{tag}'), _key_file(cache))
+
 # %% ../nbs/09_data.ipynb #f0814935
 def _load_cache(cache:Path, key:dict) -> np.ndarray:
     "The cached array, memory-mapped, if it was written for `key` (as far as `key` goes); else an error."
@@ -108,15 +119,6 @@ def _load_cache(cache:Path, key:dict) -> np.ndarray:
     if diff: raise ValueError(f"`cache` {cache} was written for other blocks: {', '.join(diff)}; "
                               "pass another `cache` path or delete it")
     return np.load(cache, mmap_mode='r')
-
-# %% ../nbs/09_data.ipynb #107d9963
-def _save_cache(tokens:np.ndarray, cache:Path, key:dict):
-    "Write the array and its key atomically (temporary files, then renames)."
-    cache.parent.mkdir(parents=True, exist_ok=True); tag = uuid.uuid4().hex[:8]
-    with open(cache.with_name(f'.{cache.name}.{tag}'), 'wb') as f: np.save(f, tokens)
-    _key_file(cache).with_name(f'.{cache.name}.json.{tag}').write_text(json.dumps(key, indent=1))
-    os.replace(cache.with_name(f'.{cache.name}.{tag}'), cache)
-    os.replace(_key_file(cache).with_name(f'.{cache.name}.json.{tag}'), _key_file(cache))
 
 # %% ../nbs/09_data.ipynb #72e61cab
 def _cut(stream:np.ndarray, T:int) -> np.ndarray:

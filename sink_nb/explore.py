@@ -18,13 +18,15 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 
-from .checks import check_choice, check_eps, check_int
+from .checks import check_choice, check_eps, check_int, renamed_attributes
 from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
 from .runs import Run
 
+__getattr__ = renamed_attributes('sink_nb.explore', pattern_from_model='sink_nb.hf.pattern_from_model')
+
 # %% auto #0
-__all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'pattern_from_model',
-           'SinkExplorer', 'runs_frame', 'runs_chart', 'RunExplorer', 'compare_frame', 'compare']
+__all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'SinkExplorer', 'runs_frame',
+           'runs_chart', 'RunExplorer', 'compare_frame', 'compare']
 
 # %% ../nbs/16_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
@@ -225,7 +227,7 @@ def _pattern_template(s:int, m:int, labels:tuple|None, tip_tokens:bool) -> tuple
 
 # %% ../nbs/16_explore.ipynb #4656ddd4
 def _pattern(weights, tokens:list|None=None, max_tokens:int=128) -> tuple:
-    if weights is None: return _note('no attention pattern: pass `pattern=`, e.g. pattern_from_model(model, ids)')
+    if weights is None: return _note('no attention pattern: pass `pattern=`, e.g. hf.pattern_source(model, ids)')
     max_tokens, w = check_int(max_tokens, 'max_tokens', 1, 128), _numpy(weights, 'weights', 2)
     s = w.shape[1] - w.shape[0]
     if s < 0: raise ValueError(f"`weights` must be (Q, n_slots + Q) with queries on rows, got shape {w.shape}")
@@ -249,25 +251,6 @@ def pattern_chart(
 ) -> alt.Chart:
     "Query × key heatmap of one head's attention, first `max_tokens` positions, token labels."
     return _chart(_pattern(weights, tokens, max_tokens), title)
-
-# %% ../nbs/16_explore.ipynb #31e141ab
-def pattern_from_model(
-    model,                   # a `model.SinkLM`
-    ids:Tensor,              # token ids (N, T) of the result's samples
-    max_tokens:int=128,      # positions kept (the pattern view draws at most 128)
-    cache:int=4,             # samples whose patterns are kept
-) -> Callable:               # pattern(sample, layer, head) -> (Q, n_slots + Q) weights
-    "A pattern source for `SinkExplorer`: eager weights of one sample's first `max_tokens` tokens, cached per sample."
-    max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
-    if not isinstance(ids, Tensor) or ids.ndim != 2:
-        raise ValueError(f"`ids` must be a (N, T) tensor of token ids, got {getattr(ids, 'shape', type(ids))}")
-    @lru_cache(maxsize=cache)
-    def layers(sample:int) -> list[Tensor]:
-        x = ids[sample:sample + 1, :max_tokens].to(next(model.parameters()).device)
-        with torch.no_grad(): _, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith('hook_pattern'))
-        T = x.shape[1]                                      # the last T query rows: a sink token's own row is dropped
-        return [cache[f'blocks.{l}.attn.hook_pattern'][0, :, -T:].float().cpu() for l in range(model.config.n_layer)]
-    return lambda sample, layer, head: layers(int(sample))[layer][head]
 
 # %% ../nbs/16_explore.ipynb #2510db26
 _VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),

@@ -21,15 +21,17 @@ from transformers import (AttentionInterface, AutoConfig, AutoModel, AutoModelFo
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import NORMALISERS, attention_weights, visible
-from .checks import check_bool, check_choice, check_eps, check_int
+from .attention import NORMALIZERS, attention_weights, visible
+from .checks import check_bool, check_choice, check_eps, check_int, renamed_args, renamed_attributes
 from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
-from .model import name_filter
+from .corpora import local_path
+from .model import SinkLM, name_filter
 
 # %% auto #0
-__all__ = ['BACKENDS', 'OPEN_MODELS', 'load_model', 'Unsupported', 'EditPlan', 'can_stream', 'Pass', 'run_with_hooks',
-           'run_with_cache', 'pattern_from_hf', 'measure', 'measure_many']
+__all__ = ['ROUTES', 'OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_model', 'Unsupported', 'EditPlan', 'can_route_qk',
+           'check_route', 'Pass', 'run_with_hooks', 'run_with_cache', 'pattern_from_model', 'pattern_from_hf',
+           'pattern_source', 'measure_ids', 'measure', 'measure_many']
 
 # %% ../nbs/12_hf.ipynb #b1b1024f
 _AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
@@ -59,22 +61,20 @@ def _resolve_dtype(dtype, device) -> torch.dtype:
                          f"got {dtype!r}")
     return dtype
 
-def _is_local(path) -> bool:
-    "Is `path` a file-system path rather than a hub id ('name' or 'org/name')?"
-    s = str(path)
-    return isinstance(path, Path) or s.startswith(('/', '.', '~')) or s.count('/') > 1 or '\\' in s or Path(s).exists()
-
 # %% ../nbs/12_hf.ipynb #5106c36a
-def _source(path) -> tuple[str, dict]:
+class ModelSource(NamedTuple):
+    "Where a model is, resolved once: what the user gave, and the `from_pretrained` arguments it means."
+    given:str                     # the hub id or path as given
+    src:str                       # a hub id or a folder
+    kw:dict                       # {'gguf_file': name} for a GGUF file, else {}
+
+def resolve_model(path) -> ModelSource:
     "`from_pretrained` arguments for a hub id, a local folder or a GGUF file; a path that is not there says so."
-    if not str(path).strip():                                          # '' would load the current folder
-        raise ValueError(f"`model_or_id` must be a hub id, a model folder or a .gguf file, got {str(path)!r}")
-    p = Path(path).expanduser()
-    gguf = p.suffix == '.gguf'
-    if (gguf or _is_local(path)) and not p.exists():
-        raise FileNotFoundError(f"{'GGUF file' if gguf else 'model folder'} {p} does not exist")
-    if gguf: return str(p.parent), dict(gguf_file=p.name)
-    return (str(p) if _is_local(path) else str(path)), {}
+    if isinstance(path, ModelSource): return path
+    local = local_path(path, 'model_or_id')              # the one answer to "local path or hub id?" (corpora)
+    if local is None: return ModelSource(str(path), str(path), {})
+    if local.suffix == '.gguf': return ModelSource(str(path), str(local.parent), dict(gguf_file=local.name))
+    return ModelSource(str(path), str(local), {})
 
 @contextlib.contextmanager
 def _reading(path, kw:dict):
@@ -97,24 +97,24 @@ def _reading(path, kw:dict):
 def _config(model_or_id):
     "The model's config, read without its weights."
     if isinstance(model_or_id, PreTrainedModel): return model_or_id.config
-    if not isinstance(model_or_id, (str, Path)):
+    if not isinstance(model_or_id, (str, Path, ModelSource)):
         raise ValueError("`model_or_id` must be a hub id, a path or a transformers PreTrainedModel, "
                          f"got {type(model_or_id).__name__}")
-    src, kw = _source(model_or_id)
-    with _reading(model_or_id, kw): return AutoConfig.from_pretrained(src, **kw)
+    given, src, kw = resolve_model(model_or_id)
+    with _reading(given, kw): return AutoConfig.from_pretrained(src, **kw)
 
 def _tokenizer(tokenizer, model_or_id):
     "A tokenizer: the one given, one loaded from an id/path, or the one beside the model (None for a loaded model)."
-    if tokenizer is None and isinstance(model_or_id, (str, Path)): tokenizer = model_or_id
-    if not isinstance(tokenizer, (str, Path)): return tokenizer
-    src, kw = _source(tokenizer)
-    with _reading(tokenizer, kw): return AutoTokenizer.from_pretrained(src, **kw)
+    if tokenizer is None and isinstance(model_or_id, (str, Path, ModelSource)): tokenizer = model_or_id
+    if not isinstance(tokenizer, (str, Path, ModelSource)): return tokenizer
+    given, src, kw = resolve_model(tokenizer)
+    with _reading(given, kw): return AutoTokenizer.from_pretrained(src, **kw)
 
 # %% ../nbs/12_hf.ipynb #b2e69dd3
 _HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
 
 def load_model(
-    model_or_id,                # hub id, local folder, path of a .gguf file, or a loaded PreTrainedModel
+    model_or_id,                # hub id, local folder, path of a .gguf file, a ModelSource, or a loaded PreTrainedModel
     tokenizer=None,             # a tokenizer, an id/path to load one from, or None (load it beside the model)
     dtype=None,                 # torch dtype or name; None: float32 on CPU, bfloat16 on GPU (loaded models keep theirs)
     device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
@@ -129,11 +129,10 @@ def load_model(
         if dtype is not None: model = model.to(_resolve_dtype(dtype, 'cpu'))
         if device is not None: model = model.to(device)
     else:
-        (src, kw), device = _source(model_or_id), device or _default_device()
-        with _reading(model_or_id, kw):
+        (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
+        with _reading(name, kw):
             dtype = _resolve_dtype(dtype, device)
             model = _HEADS[head].from_pretrained(src, config=config, dtype=dtype, **kw).to(device)
-        name = str(model_or_id)
     return model.eval(), _tokenizer(tokenizer, model_or_id), name
 
 # %% ../nbs/12_hf.ipynb #db5ed575
@@ -189,7 +188,7 @@ def _block_index(blocks:nn.ModuleList|None) -> dict[nn.Module, int]:
 class _Tap:
     "Hands the q, k and v of every attention call to `emit` under its layer's hook names; holds the pass's edit plan."
     def __init__(self, blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool], edit:EditPlan|None=None):
-        self.emit, self.wants, self.edit, self.options, self._rules = emit, wants, edit, {}, {}
+        self.emit, self.wants, self.edit, self.alpha_options, self._rules = emit, wants, edit, {}, {}
         self._layer_of = _block_index(blocks)
 
     def layer(self, module:nn.Module) -> int:
@@ -198,7 +197,7 @@ class _Tap:
         if not isinstance(l, int):
             raise Unsupported(f"{type(module).__name__} is in no block of the model's block list and has no integer "
                                "`layer_idx`, so its layer is unknown")
-        if l in self.options:
+        if l in self.alpha_options:
             raise Unsupported(f"layer {l} called attention twice in one pass (shared or repeated layers)")
         return l
 
@@ -220,9 +219,9 @@ def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, 
         raise Unsupported("queries and keys of different lengths (a KV cache or cross-attention)")
     if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]: raise Unsupported(f"attention with {bad}")
     l = self.layer(module)
-    self.options[l] = self._read_options(module, mask, q.shape[2], kwargs)
+    self.alpha_options[l] = self._read_options(module, mask, q.shape[2], kwargs)
     for what, x in (('q', q), ('k', k), ('v', v)):
-        if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.options[l])
+        if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.alpha_options[l])
     return l
 
 # %% ../nbs/12_hf.ipynb #5947ef3c
@@ -240,7 +239,7 @@ def _edited_attention(q:Tensor, k:Tensor, v:Tensor, heads:list[int], edit:Callab
     k, v = repeat_kv(k, G), repeat_kv(v, G)
     s = (q.float() @ k.float().transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
     s = edit(s.masked_fill(~_pattern(s.shape[-1], causal, window, s.device), -math.inf), heads)
-    w = NORMALISERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
+    w = NORMALIZERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
     return (w.to(v.dtype) @ v).transpose(1, 2).contiguous(), w.to(q.dtype)
 
 # %% ../nbs/12_hf.ipynb #032cdf2d
@@ -250,7 +249,7 @@ def _sink_sdpa(module, query, key, value, attention_mask, **kwargs):
     layer = tap(module, query, key, value, attention_mask, kwargs) if tap is not None else None
     heads = tap.edit.by_layer.get(layer) if tap is not None and tap.edit is not None else None
     if heads and tap.edit.scores is not None:
-        return _edited_attention(query, key, value, heads, tap.edit.scores, **tap.options[layer])
+        return _edited_attention(query, key, value, heads, tap.edit.scores, **tap.alpha_options[layer])
     out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)          # (B, T, H, d_v)
     if heads: out = out.clone(); out[:, :, heads] = 0.
     return out, w
@@ -275,7 +274,7 @@ def _active(tap:_Tap):
     try: yield tap
     finally: _ACTIVE.remove(tap)
 
-def can_stream(model) -> bool:
+def can_route_qk(model) -> bool:
     "Does the model's code call attention through the AttentionInterface (so it can run `sink_nb_sdpa`)?"
     return bool(getattr(model, '_supports_attention_backend', False) and getattr(model, '_supports_sdpa', False)
                 and model._can_set_attn_implementation())
@@ -316,16 +315,16 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
     if 'use_cache' in inspect.signature(m.forward).parameters: kwargs['use_cache'] = False
     return m(input_ids=ids, **kwargs)
 
-def _stream(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
+def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
             ) -> tuple[object, dict]:
     "Forward under `sink_nb_sdpa`, emitting q, k, v and the residual stream: the output and each layer's α options."
     blocks = _blocks(model); _warn_no_blocks(model, blocks, wants)
     tap = _Tap(blocks, emit, wants, edit)
     with _attn_implementation(model, _IMPL), _active(tap), _block_hooks(blocks, emit, wants):
         out = _call(model, ids, base)
-    if not tap.options:
+    if not tap.alpha_options:
         raise Unsupported(f"{type(model).__name__} made no attention call through the AttentionInterface")
-    return out, tap.options
+    return out, tap.alpha_options
 
 # %% ../nbs/12_hf.ipynb #027b4a5f
 def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
@@ -340,7 +339,13 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     return out
 
 # %% ../nbs/12_hf.ipynb #55f8d2a2
-BACKENDS = ('auto', 'stream', 'eager')
+ROUTES = ('auto', 'qk', 'eager')
+__getattr__ = renamed_attributes('sink_nb.hf', BACKENDS='ROUTES', can_stream='can_route_qk')
+
+def check_route(route:str) -> str:
+    "`route` if it is one of ROUTES; the name it had before ('stream') is refused with the new one."
+    if route == 'stream': raise ValueError("route='stream' is now route='qk' (α from q and k, no T×T weights)")
+    return check_choice(route, 'route', ROUTES)
 
 # %% ../nbs/12_hf.ipynb #86d9c462
 _STREAMED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
@@ -351,12 +356,12 @@ def _asked(model, wants:Callable[[str], bool]) -> tuple[bool, bool]:
     asks = lambda points: any(wants(f'blocks.{l}.{p}') for l in range(L) for p in points)
     return asks(_STREAMED), asks(('attn.hook_pattern',))
 
-def _fallback(model, backend:str, why:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
-    "('eager', why) with a warning for backend='auto'; an error where eager attention cannot give what was asked for."
+def _fallback(model, route:str, why:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
+    "('eager', why) with a warning for route='auto'; an error where eager attention cannot give what was asked for."
     name = type(model).__name__
     if edit is not None: raise ValueError(f"heads of {name} cannot be edited: {why}")
-    if backend == 'stream':
-        raise ValueError(f"`backend='stream'` is not possible for {name}: {why}; use 'auto' or 'eager'")
+    if route == 'qk':
+        raise ValueError(f"`route='qk'` is not possible for {name}: {why}; use 'auto' or 'eager'")
     qkv, pattern = _asked(model, wants)
     if qkv and not pattern:
         raise ValueError(f"{name} cannot stream ({why}), and eager attention hands over no hook_q, hook_k or hook_v: "
@@ -365,77 +370,99 @@ def _fallback(model, backend:str, why:str, wants:Callable, edit:EditPlan|None=No
                   f"because {why}", stacklevel=5)
     return 'eager', why
 
-def _route(model, backend:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
+def _route(model, route:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
     "The path a pass takes first, and why: the names asked for and the model decide; what no path gives is refused."
     qkv, pattern = _asked(model, wants)
-    if backend == 'eager':
-        if edit is not None: raise ValueError("`edit` needs a streamed pass: use backend='stream' or 'auto'")
-        if qkv and not pattern: raise ValueError("`backend='eager'` hands over attention weights (attn.hook_pattern), "
+    if route == 'eager':
+        if edit is not None: raise ValueError("`edit` needs a streamed pass: use route='qk' or 'auto'")
+        if qkv and not pattern: raise ValueError("`route='eager'` hands over attention weights (attn.hook_pattern), "
                                                  "not hook_q, hook_k or hook_v: ask for the pattern, or use 'auto'")
         return 'eager', 'requested'
     if pattern and not qkv:
-        if backend == 'stream' or edit is not None:
+        if route == 'qk' or edit is not None:
             raise ValueError("a streamed pass hands over hook_q, hook_k and hook_v, not attn.hook_pattern (T×T "
-                             "weights): use backend='eager' or 'auto'")
+                             "weights): use route='eager' or 'auto'")
         return 'eager', 'attn.hook_pattern was asked for: T×T weights come from eager attention'
-    if not can_stream(model):
-        return _fallback(model, backend, "its code does not call attention through the AttentionInterface", wants, edit)
-    return 'stream', 'the model calls attention through the AttentionInterface'
+    if not can_route_qk(model):
+        return _fallback(model, route, "its code does not call attention through the AttentionInterface", wants, edit)
+    return 'qk', 'the model calls attention through the AttentionInterface'
 
 # %% ../nbs/12_hf.ipynb #a771e5a5
 class Pass(NamedTuple):
     "One pass of `run_with_hooks`: the model's output, the hook that saw it, the path and why, α options per layer."
     output:object
     hook:Callable
-    route:str                     # 'stream' or 'eager'
+    route:str                     # 'qk' or 'eager'
     reason:str
-    options:dict                  # {layer: importance_from_qk options} of a streamed pass; {} for eager
+    alpha_options:dict            # {layer: importance_from_qk options} of a streamed pass; {} for eager
 
 @torch.no_grad()
+@renamed_args(backend='route')
 def run_with_hooks(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
-    new_hook:Callable,            # () -> hook(name, value, **options); called again if the pass falls back to eager
+    new_hook:Callable,            # () -> hook(name, value, **alpha_options); called again if the pass falls back to eager
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
-    backend:str='auto',           # 'auto' (as the names and the model allow), 'stream' (q, k, v) or 'eager' (pattern)
+    route:str='auto',             # 'auto' (as the names and the model allow), 'qk' (q, k, v) or 'eager' (pattern)
     edit:EditPlan|None=None,      # heads to edit inside attention (a streamed pass)
     base:bool=False,              # the base model only: hidden states out, no LM head
 ) -> Pass:
     "One forward pass handing each value `names_filter` selects to a hook as it is computed, named as in `SinkLM`."
-    check_choice(backend, 'backend', BACKENDS)
+    check_route(route)
     wants = name_filter(names_filter)
-    (route, reason), hook = _route(model, backend, wants, edit), new_hook()
+    (taken, reason), hook = _route(model, route, wants, edit), new_hook()
     ids = ids.to(next(model.parameters()).device)
-    if route == 'stream':
+    if taken == 'qk':
         try:
-            out, options = _stream(model, ids, hook, wants, base, edit)
-            return Pass(out, hook, route, reason, options)
-        except Unsupported as e: (route, reason), hook = _fallback(model, backend, str(e), wants, edit), new_hook()
-    return Pass(_eager(model, ids, hook, wants, base), hook, route, reason, {})
+            out, alpha_options = _qk_pass(model, ids, hook, wants, base, edit)
+            return Pass(out, hook, taken, reason, alpha_options)
+        except Unsupported as e: (taken, reason), hook = _fallback(model, route, str(e), wants, edit), new_hook()
+    return Pass(_eager(model, ids, hook, wants, base), hook, taken, reason, {})
 
 class _Cache(dict):
     "A hook that keeps every value it is handed."
-    def __call__(self, name:str, x:Tensor, **options): self[name] = x.detach()
+    def __call__(self, name:str, x:Tensor, **alpha_options): self[name] = x.detach()
 
+@renamed_args(backend='route', options='alpha_options')
 def run_with_cache(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
-    backend:str='auto',           # as `run_with_hooks`
-    options:dict|None=None,       # if a dict: filled with {layer: importance_from_qk options} of a streamed pass
+    route:str='auto',             # as `run_with_hooks`
+    alpha_options:dict|None=None, # if a dict: filled with {layer: importance_from_qk options} of a streamed pass
 ) -> tuple[object, dict[str, Tensor]]:  # the model's output and {hook name: value}
     "The model's output on `ids` and the values of the hook points `names_filter` selects, named as in `SinkLM`."
-    p = run_with_hooks(model, ids, _Cache, names_filter, backend)
-    if options is not None: options.update(p.options)
+    p = run_with_hooks(model, ids, _Cache, names_filter, route)
+    if alpha_options is not None: alpha_options.update(p.alpha_options)
     return p.output, dict(p.hook)
 
+# %% ../nbs/12_hf.ipynb #31e141ab
+def pattern_from_model(
+    model,                   # a `model.SinkLM`
+    ids:Tensor,              # token ids (N, T) of the result's samples
+    max_tokens:int=128,      # positions kept (the pattern view draws at most 128)
+    cache:int=4,             # samples whose patterns are kept
+) -> Callable:               # pattern(sample, layer, head) -> (Q, n_slots + Q) weights
+    "A pattern source for `SinkExplorer`: eager weights of one sample's first `max_tokens` tokens, cached per sample."
+    max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
+    if not isinstance(ids, Tensor) or ids.ndim != 2:
+        raise ValueError(f"`ids` must be a (N, T) tensor of token ids, got {getattr(ids, 'shape', type(ids))}")
+    @lru_cache(maxsize=cache)
+    def layers(sample:int) -> list[Tensor]:
+        x = ids[sample:sample + 1, :max_tokens].to(next(model.parameters()).device)
+        with torch.no_grad(): _, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith('hook_pattern'))
+        T = x.shape[1]                                      # the last T query rows: a sink token's own row is dropped
+        return [cache[f'blocks.{l}.attn.hook_pattern'][0, :, -T:].float().cpu() for l in range(model.config.n_layer)]
+    return lambda sample, layer, head: layers(int(sample))[layer][head]
+
 # %% ../nbs/12_hf.ipynb #33e7e62f
+@renamed_args(backend='route')
 def pattern_from_hf(
     model,                   # a loaded transformers model
     ids:Tensor,              # token ids (N, T) of the result's samples
     max_tokens:int=128,      # positions kept (the pattern view draws at most 128)
     cache:int=4,             # samples whose layers are kept
-    backend:str='auto',      # as `run_with_cache`
+    route:str='auto',        # as `run_with_cache`
 ) -> Callable:               # pattern(sample, layer, head) -> (Q, Q) weights
     "A pattern source for `SinkExplorer`: one sample's first `max_tokens` tokens, each head recomputed from q and k."
     max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
@@ -444,28 +471,48 @@ def pattern_from_hf(
     wanted = lambda n: n.endswith(('attn.hook_q', 'attn.hook_k', 'attn.hook_pattern'))
     @lru_cache(maxsize=cache)
     def layers(sample:int) -> list[Tensor]:
-        options = {}
+        alpha_options = {}
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')                    # a fallback was said when the result was measured
-            _, c = run_with_cache(model, ids[sample:sample + 1, :max_tokens], wanted, backend, options)
-        if not options: return [c[n][0].float().cpu() for n in sorted(c, key=_layer_number)]
+            _, c = run_with_cache(model, ids[sample:sample + 1, :max_tokens], wanted, route, alpha_options)
+        if not alpha_options: return [c[n][0].float().cpu() for n in sorted(c, key=_layer_number)]
         return [attention_weights(c[f'blocks.{l}.attn.hook_q'][0], c[f'blocks.{l}.attn.hook_k'][0], **o).cpu()
-                for l, o in sorted(options.items())]
+                for l, o in sorted(alpha_options.items())]
     return lambda sample, layer, head: layers(int(sample))[layer][head]
 
 def _layer_number(name:str) -> int: return int(name.split('.')[1])
 
+# %% ../nbs/12_hf.ipynb #b7c6bc51
+def pattern_source(
+    model,                   # a `SinkLM` or a loaded transformers model
+    ids:Tensor,              # token ids (N, T) of the result's samples
+    max_tokens:int=128,      # positions kept (the pattern view draws at most 128)
+    cache:int=4,             # samples whose layers are kept
+    route:str='auto',        # a transformers model's route (as `run_with_cache`)
+) -> Callable:               # pattern(sample, layer, head) -> (Q, n_slots + Q) weights
+    "The pattern source for `SinkExplorer` that `model` calls for: `pattern_from_model` or `pattern_from_hf`."
+    if isinstance(model, SinkLM): return pattern_from_model(model, ids, max_tokens, cache)
+    if isinstance(model, PreTrainedModel): return pattern_from_hf(model, ids, max_tokens, cache, route)
+    raise TypeError(f"`model` must be a SinkLM or a transformers model, got {type(model).__name__}")
+
 # %% ../nbs/12_hf.ipynb #c0a2f6b9
 @torch.inference_mode()
-def _run(model, ids:Tensor, batch_size:int, activations:bool, backend:str, progress:bool
-         ) -> tuple[Tensor, dict, str, str]:    # α (N, L, H, T), statistics, path, reason
-    "α (N, L, H, T) and statistics of all batches, each through a SinkMeter; the path that ran and why."
+def measure_ids(
+    model,                        # a loaded transformers model
+    ids:Tensor,                   # the probe's token ids (N, T)
+    batch_size:int=8,             # samples per forward pass
+    activations:bool=False,       # also the activation statistics (as `measure`)
+    route:str='auto',             # as `run_with_hooks`
+    progress:bool=False,          # tqdm bar over batches
+) -> tuple[Tensor, dict, str, str]:    # α (N, L, H, T), statistics, the route taken, why
+    "α (N, L, H, T) and statistics of the probe `ids`, batch by batch through a SinkMeter; the route taken and why."
+    batch_size, route = check_int(batch_size, 'batch_size', 1), check_route(route)
     new_meter = lambda: SinkMeter(activations=activations)
     alphas, stats, used, wants = [], {}, None, new_meter().wants
     for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
-        p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, backend, base=True)
+        p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, route, base=True)
         if used is None or p.route != used[0]: used = p.route, p.reason
-        if p.route == 'eager': backend = 'eager'                # a fallback is said once, then kept
+        if p.route == 'eager': route = 'eager'                  # a fallback is said once, then kept
         a, s = p.hook.result()
         alphas.append(a)
         for name, v in s.items(): stats.setdefault(name, []).append(v)
@@ -505,6 +552,7 @@ def _check_flags(**flags):
     for name, v in flags.items(): check_bool(v, name, allow_none=name == 'add_bos')
 
 # %% ../nbs/12_hf.ipynb #88c2b604
+@renamed_args(backend='route')
 def measure(
     model_or_id,                  # hub id, local folder, .gguf file, or a loaded transformers model
     tokenizer=None,               # tokenizer or id/path; None: the one beside the model (may stay None unless natural)
@@ -519,31 +567,32 @@ def measure(
     add_bos:bool|None=None,       # None: as the tokenizer does (the reference); True: force a BOS; False: none
     activations:bool=False,       # also hidden-state, key and value norms, massive-activation ratio, cos(q_t, k_1)
     pack:bool=False,              # 'natural': pack texts into T-token samples instead of skipping short ones
-    backend:str='auto',           # 'auto' (stream when possible), 'stream' or 'eager'
+    route:str='auto',             # 'auto' (qk when the model allows), 'qk' (α from q, k) or 'eager' (T×T weights)
     seed:int=0,                   # random seed of the random and repeated probes
     text_column:str='text',       # the text column of a dataset
     progress:bool=True,           # tqdm bar over batches
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
-    check_choice(probe, 'probe', PROBES); check_choice(backend, 'backend', BACKENDS)
+    check_choice(probe, 'probe', PROBES); check_route(route)
     _check_device(device); _check_texts(texts)
     T, n, eps, seed = check_int(T, 'T', 2), check_int(n, 'n', 1), check_eps(eps), check_int(seed, 'seed')
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
+    if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used three times
     t0, config = time.perf_counter(), _config(model_or_id)                # config first: positions, vocabulary, BOS
     _check_length(config, T, allow_longer)
     tok = _tokenizer(tokenizer, model_or_id)
     ids, info = _probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
-    alpha, stats, route, reason = _run(model, ids, batch_size, activations, backend, progress)
+    alpha, stats, route, reason = measure_ids(model, ids, batch_size, activations, route, progress)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
-    meta = _metadata(model, info, T=T, eps=eps, backend=route, backend_reason=reason, batch_size=batch_size, seed=seed,
+    meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=reason, batch_size=batch_size, seed=seed,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, metadata=meta, stats=stats,
-                      pattern=pattern_from_hf(model, ids, backend=route))
+                      pattern=pattern_from_hf(model, ids, route=route))
 
 # %% ../nbs/12_hf.ipynb #c49b415f
 def _row(family, params, natural=None, random=None, repeated=None):
@@ -569,14 +618,14 @@ OPEN_MODELS = {
 }
 
 # %% ../nbs/12_hf.ipynb #b90cbde9
-_MANY = ['model', 'family', 'params', 'probe', 'T', 'N', 'sink1', 'paper', 'backend', 'seconds', 'status']
+_MANY = ['model', 'family', 'params', 'probe', 'T', 'N', 'sink1', 'paper', 'route', 'seconds', 'status']
 
 def measure_many(
     ids=None,                     # hub ids or paths; None: every id of OPEN_MODELS
     probes=('natural',),          # probes to run on each model
     eps:float=0.3,                # threshold of the reported Sink_1
     **kwargs,                     # T, n, dtype, device, batch_size, texts, ...: passed to `measure`
-) -> pd.DataFrame:                # model, family, params, probe, T, N, sink1, paper, backend, seconds, status
+) -> pd.DataFrame:                # model, family, params, probe, T, N, sink1, paper, route, seconds, status
     "Sink_1 of several models and probes in one table; models that can't be loaded are skipped and reported."
     for p in probes: check_choice(p, 'probes', PROBES)
     rows, tokenizer, load = [], kwargs.pop('tokenizer', None), {k: kwargs.pop(k, None) for k in ('dtype', 'device')}
@@ -592,6 +641,6 @@ def measure_many(
         for p in probes:
             r = measure(model, tok, probe=p, eps=eps, **kwargs)
             rows.append(base | dict(probe=p, T=r.T, N=r.N, sink1=r.rate(1, eps), paper=ref[p],
-                                    backend=r.metadata['backend'], seconds=r.metadata['seconds'], status='ok'))
+                                    route=r.metadata['route'], seconds=r.metadata['seconds'], status='ok'))
         del model
     return pd.DataFrame(rows, columns=_MANY)

@@ -16,7 +16,7 @@ from transformers import PreTrainedModel
 
 from .checks import check_choice, check_int
 from .data import probe_batch
-from .hf import EditPlan, can_stream, run_with_cache, run_with_hooks
+from .hf import EditPlan, can_route_qk, run_with_cache, run_with_hooks
 from .metrics import SinkMeter
 from .model import SinkLM
 
@@ -27,7 +27,7 @@ __all__ = ['KINDS', 'edit_scores', 'sinklm_hooks', 'edit_plan', 'check_model', '
 KINDS = ('mask_sink', 'mean_sink', 'zero_head')
 
 def edit_scores(
-    scores:Tensor,     # (B, H, T, n) scores before the normaliser, invisible keys at -inf
+    scores:Tensor,     # (B, H, T, n) scores before the normalizer, invisible keys at -inf
     heads:list[int],   # query heads to edit
     kind:str,          # 'mask_sink' or 'mean_sink'
     key:int=0,         # the sink key's index
@@ -79,11 +79,11 @@ def check_model(model):
     if not (model.can_generate() and not model.config.is_encoder_decoder):
         raise ValueError(f"{type(model).__name__} is not a causal LM with its head: load it with "
                          "AutoModelForCausalLM (or `stream.load_causal_lm`) so the loss can be read")
-    if not can_stream(model):
+    if not can_route_qk(model):
         raise ValueError(f"{type(model).__name__} does not call attention through transformers' AttentionInterface, "
                          "so its scores cannot be edited inside the attention function")
     options = {}                                                   # read causality off the model's own masks
-    run_with_cache(model, torch.zeros(1, 2, dtype=torch.long), names_filter=[], backend='stream', options=options)
+    run_with_cache(model, torch.zeros(1, 2, dtype=torch.long), names_filter=[], route='qk', alpha_options=options)
     if not all(o['causal'] for o in options.values()):
         raise ValueError(f"{type(model).__name__}'s attention is bidirectional: a next-token loss means nothing there")
 
@@ -96,7 +96,7 @@ def _pass(model, ids:Tensor, by_layer:dict, kind:str) -> tuple[float, Tensor]:  
         with model.hooks(sinklm_hooks(by_layer, kind) + [(meter.wants, lambda x, hook: meter(hook.name, x))]):
             logits = model(ids)
     else:
-        try: p = run_with_hooks(model, ids, SinkMeter, SinkMeter().wants, 'stream', edit_plan(by_layer, kind))
+        try: p = run_with_hooks(model, ids, SinkMeter, SinkMeter().wants, 'qk', edit_plan(by_layer, kind))
         except ValueError as e: raise ValueError(f"intervene cannot measure {type(model).__name__}: {e}") from e
         logits, meter = p.output.logits, p.hook
     nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction='sum')

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .attention import QK, AttentionSpec, auto_chunk, key_range
-from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
+from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, renamed_args
 
 # %% auto #0
 __all__ = ['HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms',
@@ -109,7 +109,7 @@ def importance_from_qk(
     op:str='softmax',         # a key of attention.ATTENTION_OPS
     chunk:int|None=None,      # query rows per block; None picks it from a memory budget
     proxy:bool=True,          # the paper's metric proxy (True) or the model's own weights (False)
-    **kwargs,                 # normalize, window, prefix, causal, scale; key_bias, sink_logit, feature_map, ... (`QK`)
+    **kwargs,                 # normalize, window, prefix, causal, scale; slot_k, sink_logit, feature_map, ... (`QK`)
 ) -> Tensor:                  # α, (B, H, n_slots + T), float32 or wider
     "α of every key, streamed from q and k in blocks of query rows: never builds a T×T matrix."
     rows = QK(q, k, AttentionSpec.pop_from(op, kwargs), proxy=proxy, **kwargs)
@@ -180,7 +180,7 @@ def head_profile(
     op:str='softmax',             # a key of attention.ATTENTION_OPS
     near:int=16,                  # distances 0..near-1 whose attention share is kept
     chunk:int|None=None,          # query rows per block; None picks it from a memory budget
-    **kwargs,                     # normalize, window, prefix, causal, scale; key_bias, sink_logit, ... (`QK`)
+    **kwargs,                     # normalize, window, prefix, causal, scale; slot_k, sink_logit, ... (`QK`)
 ) -> dict[str, Tensor]:           # out_norm (B, H); near_share (B, H, near), NaN when T <= near
     "Per head: mean ‖o_t‖ of its output (a slot's value left out) and its attention share at each distance < `near`."
     rows = QK(q, k, AttentionSpec.pop_from(op, kwargs), **kwargs)
@@ -213,11 +213,13 @@ def _parse_hook(name:str) -> tuple[int, str]|None:
 # %% ../nbs/02_metrics.ipynb #22de7b67
 class SinkMeter:
     "Reduces hook values to α and activation statistics as they arrive, keeping no activations."
+    @renamed_args(options='alpha_options', alpha='compute_alpha')
     def __init__(self,
-                 options:Callable[[int], dict]|None=None,   # layer -> `importance_from_qk` options of that layer
-                 alpha:bool=True,                           # compute α (needs hook_q and hook_k, or hook_pattern)
-                 activations:bool=False):                   # hidden, key and value norms, cos(q_t, k_1)
-        self.options, self.want_alpha, self.activations = options or (lambda layer: {}), alpha, activations
+                 alpha_options:Callable[[int], dict]|None=None,  # layer -> `importance_from_qk` options of that layer
+                 compute_alpha:bool=True,         # compute α (needs hook_q and hook_k, or hook_pattern)
+                 activations:bool=False):         # hidden, key and value norms, cos(q_t, k_1)
+        self.alpha_options = alpha_options or (lambda layer: {})
+        self.compute_alpha, self.activations = compute_alpha, activations
         self.alpha, self.stats, self._q, self._held = {}, {}, {}, {}
 
     def wants(self, name:str) -> bool:
@@ -225,7 +227,7 @@ class SinkMeter:
         p = _parse_hook(name)
         if p is None: return False
         if p[1] in ('attn.hook_q', 'attn.hook_k'): return True
-        return (p[1] == 'attn.hook_pattern' and self.want_alpha) or self.activations
+        return (p[1] == 'attn.hook_pattern' and self.compute_alpha) or self.activations
 
 # %% ../nbs/02_metrics.ipynb #e52d5623
 @patch
@@ -237,16 +239,16 @@ def __call__(self:SinkMeter, name:str, x:Tensor, **options):
     x = x.detach()
     if what == 'attn.hook_q': self._q[layer] = x
     elif what == 'attn.hook_k': self._qk(layer, self._q.pop(layer), x, options)
-    elif what == 'attn.hook_pattern' and self.want_alpha and layer not in self.alpha:
+    elif what == 'attn.hook_pattern' and self.compute_alpha and layer not in self.alpha:
         self.alpha[layer] = importance(x.float(), causal=options.get('causal', True),
                                        n_slots=x.shape[-1] - x.shape[-2]).cpu()
     elif self.activations: self._activation(layer, what, x)
 
 @patch
 def _qk(self:SinkMeter, layer:int, q:Tensor, k:Tensor, options:dict):
-    if self.want_alpha: self.alpha[layer] = importance_from_qk(q, k, **(self.options(layer) | options)).cpu()
+    if self.compute_alpha: self.alpha[layer] = importance_from_qk(q, k, **(self.alpha_options(layer) | options)).cpu()
     if self.activations:
-        self._held[layer] = (q, k, self.options(layer) | options)                        # for head_profile with v
+        self._held[layer] = (q, k, self.alpha_options(layer) | options)                        # for head_profile with v
         cos, norm = query_key_alignment(q, k)
         self._keep(layer, qk1_cos=cos, qk1_norm=norm, k_norm=head_norms(k))
 
@@ -308,7 +310,7 @@ def cache_importance(cache:dict, options:Callable[[int], dict]|None=None) -> Ten
 
 def activation_stats(cache:dict) -> dict[str, Tensor]:
     "Hidden-state norms and massive-activation ratio, key and value norms, cos(q_t, k_1), for every layer of a cache."
-    return _feed(SinkMeter(alpha=False, activations=True), cache).result()[1]
+    return _feed(SinkMeter(compute_alpha=False, activations=True), cache).result()[1]
 
 # %% ../nbs/02_metrics.ipynb #f001b2c7
 @dataclass(eq=False)

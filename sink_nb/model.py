@@ -337,7 +337,7 @@ def slots(self:SelfAttention) -> dict:
 def metric_options(self:SelfAttention) -> dict:
     "Options of `metrics.importance_from_qk` that read this layer's attention as the paper does."
     s, t = self.spec, self.slots()
-    return dict(op=s.op, normalize=s.normalize, window=s.window, prefix=s.prefix, key_bias=t['slot_k'],
+    return dict(op=s.op, normalize=s.normalize, window=s.window, prefix=s.prefix, slot_k=t['slot_k'],
                 sink_logit=t['sink_logit'], feature_map=t['feature_map'])
 
 # %% ../nbs/03_model.ipynb #885305ba

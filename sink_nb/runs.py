@@ -15,7 +15,7 @@ from safetensors import SafetensorError
 from torch import Tensor
 
 from .checkpoints import (folder_lock, is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint,
-                                 load_tree, lock_owner, plain_file, process_alive, save_tree)
+                                 load_tree, lock_owner, plain_file, save_tree, stale_lock)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields, check_float, check_int)
@@ -82,10 +82,11 @@ def _check_train(cfg:TrainConfig):
     if cfg.random_tokens is not None and not _span_ok(cfg.random_tokens, cfg.seq_len + 1):
         raise ValueError("`random_tokens` must be [start, end) with 0 <= start < end <= seq_len + 1 = "
                          f"{cfg.seq_len + 1}, got {cfg.random_tokens!r}")
-    position = cfg.fixed_token[:1] if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else []
-    if cfg.fixed_token is not None and not _span_ok(position + [p + 1 for p in position], cfg.seq_len + 1):
-        raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len, got "
-                         f"{cfg.fixed_token!r}")
+    pair = cfg.fixed_token if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else None
+    token_ok = pair is not None and type(pair[1]) is int and pair[1] >= 0       # its vocabulary is checked with the data
+    if cfg.fixed_token is not None and not (token_ok and _span_ok([pair[0], pair[0] + 1], cfg.seq_len + 1)):
+        raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len and an integer "
+                         f"token_id >= 0, got {cfg.fixed_token!r}")
     if cfg.resume and cfg.overwrite:
         raise ValueError("`resume` and `overwrite` conflict: continue the run, or delete it, not both")
     unknown = set(cfg.allow_changes) - {f.name for f in fields(TrainConfig)} - {f.name for f in fields(SinkConfig)}
@@ -541,9 +542,9 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
 @patch
 def _live_owner(self:Run) -> dict|None:
     "The process holding the run's lock when it is alive on this host (or on another host: it cannot be checked)."
-    owner = lock_owner(self.path / self.LOCK)
-    if not owner: return None
-    return owner if owner.get('host') != socket.gethostname() or process_alive(owner['pid']) else None
+    owner = lock_owner(lock := self.path / self.LOCK)
+    if owner is None or stale_lock(lock, owner, dict(host=socket.gethostname())): return None
+    return owner or dict(pid='?', host='?', starting=True)          # an empty fresh lock: a process taking it
 
 # %% ../nbs/05_runs.ipynb #51a622d1
 @patch
@@ -561,7 +562,8 @@ def status(self:Run) -> str:
                                         self.checkpoints)
     except ValueError as e: return f'unreadable ({e})'
     last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
-    if owner := self._live_owner(): s = f"running (process {owner['pid']} on {owner['host']})"
+    if owner := self._live_owner():
+        s = 'starting' if owner.get('starting') else f"running (process {owner['pid']} on {owner['host']})"
     elif stop := [e for e in events if e.kind == 'non-finite']:
         s = f"stopped at step {stop[-1].step}: {stop[-1].detail.get('what', 'not finite')} ({last})"
     elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
@@ -598,6 +600,13 @@ def log(self:Run, record:dict):
         if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
         raise
 
+# %% ../nbs/05_runs.ipynb #605575aa
+def _as_line(r:Evaluation|Event) -> dict:
+    "A checked record as its log line again."
+    if isinstance(r, Event): return dict(step=r.step, event=r.kind) | r.detail
+    line = r._asdict() | dict(sink={str(k): v for k, v in r.sink.items()})
+    return {k: v for k, v in line.items() if v is not None or k == 'loss'}
+
 # %% ../nbs/05_runs.ipynb #3fcb5779
 @patch
 def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
@@ -611,13 +620,6 @@ def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
         self.log(dict(step=step, event='resumed', changes=changes or {}))
     else: (self.path / self.METRICS).unlink(missing_ok=True)
     self._write(self.CONFIG, lambda p: p.write_text(yaml.safe_dump(config, sort_keys=False)))
-
-# %% ../nbs/05_runs.ipynb #605575aa
-def _as_line(r:Evaluation|Event) -> dict:
-    "A checked record as its log line again."
-    if isinstance(r, Event): return dict(step=r.step, event=r.kind) | r.detail
-    line = r._asdict() | dict(sink={str(k): v for k, v in r.sink.items()})
-    return {k: v for k, v in line.items() if v is not None or k == 'loss'}
 
 # %% ../nbs/05_runs.ipynb #6eae7589
 @patch

@@ -17,10 +17,9 @@ from .checks import check_choice, check_int
 __all__ = ['POLICIES', 'kept', 'check_stream_args', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
            'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
-# %% ../nbs/14_stream.ipynb #2bd69cfb
+# %% ../nbs/14_stream.ipynb #de76243a
 POLICIES = ('dense', 'window', 'sinks', 'recompute')
 
-# %% ../nbs/14_stream.ipynb #de76243a
 def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     "Positions of the tokens whose keys the cache holds when the token at position t (0-based) is read."
     if policy == 'dense': return list(range(t + 1))
@@ -119,6 +118,7 @@ def _length(ids) -> int:
 
 def _n_positions(model) -> int|None: return getattr(getattr(model, 'config', None), 'max_position_embeddings', None)
 
+@torch.no_grad()
 def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=4, positions:str='cache',
                progress:bool=False) -> Tensor:
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."

@@ -308,6 +308,40 @@ def _checkpoint(run:_TrainState, cfg:TrainConfig):
                  elapsed=round(time.perf_counter() - run.started, 3))
     if run.dist.main: run.folder.save_checkpoint(run.step, *states, state, cfg.keep_checkpoints)
 
+# %% ../nbs/10_train.ipynb #273097eb
+def _progress(cfg:TrainConfig, step:int):
+    import sys
+    if not cfg.progress: return None
+    if not sys.stderr.isatty(): return 'lines'
+    from tqdm.auto import tqdm
+    return tqdm(total=cfg.steps, initial=step, desc=Path(cfg.out_dir).name, leave=False)
+
+def _progress_step(bar, step:int, steps:int, loss:float, tok_s:float):
+    if bar is None or bar == 'lines': return
+    bar.update(1); bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
+
+def _progress_note(bar, r:dict):
+    if bar == 'lines':
+        print(f"step {r['step']}: val loss {r['val_loss']:.3f}, Sink_1 {r['sink']['1']:.2f}%", flush=True)
+    elif bar is not None: bar.set_postfix(val_loss=f"{r['val_loss']:.3f}", sink1=r['sink']['1'])
+
+# %% ../nbs/10_train.ipynb #1443b327
+def _writers(cfg:TrainConfig, folder:Run) -> list[Callable]:
+    "TensorBoard and W&B loggers, only when asked for and installed."
+    writers = []
+    def flat(r):
+        numbers = {k: v for k, v in r.items() if isinstance(v, (int, float)) and v is not None}
+        return numbers | {f'sink_{k}': v for k, v in r.get('sink', {}).items()}
+    if cfg.tensorboard:
+        from torch.utils.tensorboard import SummaryWriter
+        tb = SummaryWriter(str(folder.tensorboard_dir()))
+        writers.append(lambda r: [tb.add_scalar(k, v, r['step']) for k, v in flat(r).items()])
+    if cfg.wandb:
+        import wandb
+        wandb.init(project='sink_nb', name=folder.name, config=asdict(cfg))
+        writers.append(lambda r: wandb.log(flat(r), step=r['step']))
+    return writers
+
 # %% ../nbs/10_train.ipynb #2cc1e51c
 def train(
     model_cfg:SinkConfig,            # the model
@@ -370,40 +404,6 @@ def _finish(run:_TrainState, cfg:TrainConfig):
                                   sink_rate=r['sink']['1'], sink_star=r.get('sink_star'),
                                   seconds=round(time.perf_counter() - run.started, 2),
                                   backend=_backend(run.model, cfg.seq_len, run.dist.device)))
-
-# %% ../nbs/10_train.ipynb #273097eb
-def _progress(cfg:TrainConfig, step:int):
-    import sys
-    if not cfg.progress: return None
-    if not sys.stderr.isatty(): return 'lines'
-    from tqdm.auto import tqdm
-    return tqdm(total=cfg.steps, initial=step, desc=Path(cfg.out_dir).name, leave=False)
-
-def _progress_step(bar, step:int, steps:int, loss:float, tok_s:float):
-    if bar is None or bar == 'lines': return
-    bar.update(1); bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
-
-def _progress_note(bar, r:dict):
-    if bar == 'lines':
-        print(f"step {r['step']}: val loss {r['val_loss']:.3f}, Sink_1 {r['sink']['1']:.2f}%", flush=True)
-    elif bar is not None: bar.set_postfix(val_loss=f"{r['val_loss']:.3f}", sink1=r['sink']['1'])
-
-# %% ../nbs/10_train.ipynb #1443b327
-def _writers(cfg:TrainConfig, folder:Run) -> list[Callable]:
-    "TensorBoard and W&B loggers, only when asked for and installed."
-    writers = []
-    def flat(r):
-        numbers = {k: v for k, v in r.items() if isinstance(v, (int, float)) and v is not None}
-        return numbers | {f'sink_{k}': v for k, v in r.get('sink', {}).items()}
-    if cfg.tensorboard:
-        from torch.utils.tensorboard import SummaryWriter
-        tb = SummaryWriter(str(folder.tensorboard_dir()))
-        writers.append(lambda r: [tb.add_scalar(k, v, r['step']) for k, v in flat(r).items()])
-    if cfg.wandb:
-        import wandb
-        wandb.init(project='sink_nb', name=folder.name, config=asdict(cfg))
-        writers.append(lambda r: wandb.log(flat(r), step=r['step']))
-    return writers
 
 # %% ../nbs/10_train.ipynb #3d8d7b68
 def _local(name:str|None) -> bool:

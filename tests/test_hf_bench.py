@@ -11,7 +11,7 @@ def test_measure_vs_reference_small(tmp_path):
     assert out.returncode == 0, out.stderr
     assert 'time ratio' in out.stdout and 'mem ratio' in out.stdout
     (row,) = json.loads((tmp_path / 'rows.json').read_text())['rows']
-    assert row['T'] == 32 and row['N'] == 3 and row['backend'] == 'stream'
+    assert row['T'] == 32 and row['N'] == 3 and row['route'] == 'qk'
     assert row['max_delta'] <= 1e-5 and row['sink1_reference'] == row['sink1_measure']
     assert row['reference_s'] > 0 and row['measure_s'] > 0
 
@@ -27,6 +27,6 @@ def test_long_context_small(tmp_path):
     assert 'command: python bench/long_context.py --model tiny' in (tmp_path / 'table.txt').read_text()
     (row,) = json.loads((tmp_path / 'rows.json').read_text())['rows']
     assert (row['T'], row['N'], row['L'], row['H']) == (T, 1, 4, 8)
-    assert row['backend'] == 'stream' and not row['allow_longer']
+    assert row['route'] == 'qk' and not row['allow_longer']
     assert row['eager_bytes'] == 4 * 8 * T * T * 4
     assert 0 < row['added_bytes'] < row['eager_bytes'] and row['seconds'] > 0

@@ -29,21 +29,22 @@ def test_measure_prints_the_table_and_saves(tiny_gpt2, tmp_path):
     assert out.returncode == 0, out.stderr
     header = next(l for l in out.stdout.splitlines() if l.split()[:1] == ['layer'])
     assert header.split() == ['layer', 'sink1', 'mean_alpha1']
-    assert 'backend=stream' in out.stdout and 'Sink_1 =' in out.stdout
+    assert 'route=qk' in out.stdout and 'Sink_1 =' in out.stdout
     res = SinkResult.load(tmp_path / 'r.safetensors')
     assert res.alpha.shape == (4, 2, 4, 16) and res.metadata['bos'] == [] and res.metadata['probe'] == 'natural'
 
 
 def test_measure_encoder_from_a_package():
-    out = run('measure', MINILM, '--T', '16', '--n', '2', '--probe', 'repeated', '--backend', 'eager')
+    out = run('measure', MINILM, '--T', '16', '--n', '2', '--probe', 'repeated', '--route', 'eager')
     assert out.returncode == 0, out.stderr
-    assert 'BertModel' in out.stdout and 'backend=eager' in out.stdout
+    assert 'BertModel' in out.stdout and 'route=eager' in out.stdout
 
 
 @pytest.mark.parametrize('args, flag, allowed', [
     (['measure', 'm', '--probe', 'noise'], '--probe', "'natural', 'random', 'repeated'"),
     (['measure', 'm', '--T', '1'], '--T', '>= 2'),
-    (['measure', 'm', '--backend', 'flash'], '--backend', "'auto', 'stream', 'eager'"),
+    (['measure', 'm', '--route', 'flash'], '--route', "'auto', 'qk', 'eager'"),
+    (['measure', 'm', '--backend', 'eager'], '--backend', 'is now --route'),
 ])
 def test_bad_arguments_name_the_flag(args, flag, allowed):
     out = run(*args)

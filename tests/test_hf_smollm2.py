@@ -36,7 +36,7 @@ def test_smollm2_has_a_first_token_sink(smollm2, tmp_path):
     model, tok, _ = smollm2
     res = measure(model, tok, T=64, n=8, activations=True, progress=False)
     assert res.alpha.shape == (8, 30, 9, 64)             # α per query head (GQA), as the reference
-    assert res.metadata['backend'] == 'stream' and res.metadata['bos'] == []   # the tokenizer adds no BOS
+    assert res.metadata['route'] == 'qk' and res.metadata['bos'] == []   # the tokenizer adds no BOS
     sink1 = res.rate()
     print(f'SmolLM2-135M-Instruct (Q4_1 GGUF) Sink_1^0.3, natural text, T=64, N=8: {sink1:.2f}%')
     assert sink1 == pytest.approx(SINK1['natural'], abs=1.5)
@@ -53,8 +53,8 @@ def test_smollm2_has_a_first_token_sink(smollm2, tmp_path):
 def test_smollm2_stream_equals_eager(smollm2):
     model, tok, _ = smollm2
     kw = dict(T=32, n=2, progress=False)
-    streamed, eager = measure(model, tok, **kw), measure(model, tok, backend='eager', **kw)
-    assert eager.metadata['backend'] == 'eager' and model.config._attn_implementation == 'sdpa'
+    streamed, eager = measure(model, tok, **kw), measure(model, tok, route='eager', **kw)
+    assert eager.metadata['route'] == 'eager' and model.config._attn_implementation == 'sdpa'
     torch.testing.assert_close(streamed.alpha, eager.alpha, atol=1e-5, rtol=0)
 
 

@@ -23,7 +23,7 @@ def cases(draw):
         kw['window'] = draw(st.one_of(st.none(), st.integers(1, T + 2)))
         kw['prefix'] = draw(st.integers(0, T))
     else: kw['causal'] = False
-    slots = ['none'] if op.fixed_logit is not None else ['none', 'key_bias'] + (['sink_logit'] if op.feature is None else [])
+    slots = ['none'] if op.fixed_logit is not None else ['none', 'slot_k'] + (['sink_logit'] if op.feature is None else [])
     slot = draw(st.sampled_from(slots))
     return dict(B=draw(st.integers(1, 2)), Hkv=Hkv, G=G, T=T, d=draw(st.sampled_from([4, 8])), slot=slot,
                 pad=draw(st.booleans()), seed=draw(st.integers(0, 10_000)), kw=kw)
@@ -37,7 +37,7 @@ def test_streaming_equals_full_matrix(c):
     q = torch.randn(B, H, T, d, generator=g) * 2
     k = torch.randn(B, c['Hkv'], T, d, generator=g) * 2
     kw = dict(c['kw'])
-    if c['slot'] == 'key_bias': kw['key_bias'] = torch.randn(c['Hkv'], d, generator=g)
+    if c['slot'] == 'slot_k': kw['slot_k'] = torch.randn(c['Hkv'], d, generator=g)
     if c['slot'] == 'sink_logit': kw['sink_logit'] = torch.randn(H, generator=g)
     mask = None
     if c['pad'] and T > 1:
