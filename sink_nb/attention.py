@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
-                            renamed_args, renamed_attributes,
                             check_tensor, renamed_args, renamed_attributes)
 
 # %% auto #0
@@ -69,7 +68,7 @@ class AttentionOp:
     feature:Callable|str|None = None     # kernel φ on q and k after RoPE; 'learned': the layer's own (an MLP)
     optional_norm:bool = False           # normalising is a choice (`normalize`), off by default
     fixed_logit:float|None = None        # a constant logit joining each row as a zero-value key slot
-    proxy_rule:str = 'weights'           # weights the metric reads: 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
+    proxy_rule:str = 'weights'           # the metric reads 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
     proxy_rule_normalized:str|None = None  # ... when normalised, if different
     fused:bool = False                   # computed by fused softmax kernels
 
@@ -353,10 +352,10 @@ def _sdpa(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
     B, H, T, _ = q.shape
     slotted = slot_k is not None or logit is not None
     if not (slotted or spec.window or spec.prefix or score_bias is not None or mask is not None):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=spec.scale, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=spec.causal, scale=spec.scale, enable_gqa=True)
     if slotted: k, v = _with_slot(k, v, slot_k, slot_v)
     pos = torch.arange(T, device=q.device)
-    vis = visible(pos[:, None], pos[None], spec.window, spec.prefix).expand(1, 1, T, T)               # (1, 1, T, T)
+    vis = (visible(pos[:, None], pos[None], spec.window, spec.prefix) | (not spec.causal)).expand(1, 1, T, T)
     if mask is not None:
         eye = torch.eye(T, dtype=torch.bool, device=q.device)                        # padded queries see themselves
         vis = vis & mask.bool()[:, None, None, :] | eye
@@ -383,7 +382,7 @@ def _flex(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
     if mask is not None: mask = mask.bool()
     def mask_mod(b, h, qi, ki):
         kj = ki - n
-        ok = visible(qi, kj, spec.window, spec.prefix)
+        ok = visible(qi, kj, spec.window, spec.prefix) | (not spec.causal)          # an encoder sees every key
         if mask is not None:
             ok = ok & mask[b, kj.clamp_min(0)] | (qi == kj)                # padded queries see themselves
         return ok | (ki < n)
@@ -400,8 +399,7 @@ def _flash(q, k, v, spec:AttentionSpec):
     flash_attn_func = importlib.import_module(_FLASH).flash_attn_func
     window = {} if spec.window is None else dict(window_size=(spec.window - 1, 0))
     out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), softmax_scale=spec.scale,
-                          causal=True,
-                          **window)
+                          causal=spec.causal, **window)
     return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)                  # FA4 returns (out, lse)
 
 # %% ../nbs/01_attention.ipynb #61558d5a

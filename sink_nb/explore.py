@@ -14,7 +14,6 @@ import altair as alt
 import ipywidgets as W
 import numpy as np
 import pandas as pd
-import torch
 from fastcore.basics import patch
 from torch import Tensor
 
@@ -290,7 +289,7 @@ class SinkExplorer(W.VBox):
         self.layer = slider(l, 0, result.L - 1, description='layer')
         self.head = slider(h, 0, result.H - 1, description='head')
         self.k = slider(1, 1, result.T, description='k')
-        eps = check_eps(eps or result.metadata.get('eps', 0.3))
+        eps = check_eps(eps if eps is not None else result.metadata.get('eps', 0.3))
         self.eps = W.FloatSlider(eps, min=0.05, max=0.95, step=0.05, description='ε', continuous_update=False)
         samples = [('all', -1)] + [(f'{i}', i) for i in range(result.N)]
         self.sample = W.Dropdown(options=samples, value=-1, description='sample')

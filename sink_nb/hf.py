@@ -401,7 +401,7 @@ class Pass(NamedTuple):
 def run_with_hooks(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
-    new_hook:Callable,            # () -> hook(name, value, **alpha_options); called again if the pass falls back to eager
+    new_hook:Callable,            # () -> hook(name, value, **alpha_options); called again on a fallback to eager
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
     route:str='auto',             # 'auto' (as the names and the model allow), 'qk' (q, k, v) or 'eager' (pattern)
     edit:EditPlan|None=None,      # heads to edit inside attention (a streamed pass)
@@ -579,7 +579,7 @@ def measure(
     T, n, eps, seed = check_int(T, 'T', 2), check_int(n, 'n', 1), check_eps(eps), check_int(seed, 'seed')
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
-    if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used three times
+    if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), _config(model_or_id)                # config first: positions, vocabulary, BOS
     _check_length(config, T, allow_longer)
     tok = _tokenizer(tokenizer, model_or_id)

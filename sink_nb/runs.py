@@ -83,7 +83,7 @@ def _check_train(cfg:TrainConfig):
         raise ValueError("`random_tokens` must be [start, end) with 0 <= start < end <= seq_len + 1 = "
                          f"{cfg.seq_len + 1}, got {cfg.random_tokens!r}")
     pair = cfg.fixed_token if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else None
-    token_ok = pair is not None and type(pair[1]) is int and pair[1] >= 0       # its vocabulary is checked with the data
+    token_ok = pair is not None and type(pair[1]) is int and pair[1] >= 0       # its vocabulary: with the data
     if cfg.fixed_token is not None and not (token_ok and _span_ok([pair[0], pair[0] + 1], cfg.seq_len + 1)):
         raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len and an integer "
                          f"token_id >= 0, got {cfg.fixed_token!r}")

@@ -81,7 +81,7 @@ def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Blocks, Blocks, T
 
 def _sharded(cfg:TrainConfig) -> tuple[Blocks, Blocks, Tensor, dict]:
     "Text corpora: prepared token shards, the probe from held-out document starts."
-    path = Path(cfg.corpus).expanduser()                                   # a folder `data.prepare` wrote, or ...
+    path = Path(cfg.corpus).expanduser()                                   # a folder `shards.prepare` wrote, or ...
     if not (path / 'meta.json').is_file():                                 # ... a source, prepared once in data_dir
         path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
     train, val = TokenShards(path, 'train'), TokenShards(path, 'val')
