@@ -5,7 +5,9 @@
     python bench/metric_memory.py --T 1024 4096 --device cuda --op sigmoid
 
 Peak memory is what the method adds on top of its inputs: on CPU the rise of the process's peak resident set
-(VmHWM, reset through /proc/self/clear_refs just before the call); on CUDA `max_memory_allocated`.
+(VmHWM, reset through /proc/self/clear_refs just before the call); on CUDA `max_memory_allocated`. By default the
+call is the process's first (what a user's process sees: kernel and thread-pool buffers included); `--warm` runs a
+small warm-up call first and so measures the method alone.
 """
 import argparse, json, math, os, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -66,7 +68,7 @@ def worker(args):
     device = torch.device(args.device)
     torch.set_num_threads(args.threads) if args.threads else None
     fn = eager_alpha if args.worker == 'eager' else streaming_alpha
-    fn(*make_qk(64, args.heads, args.d_head, args.batch, device), args.op)                 # warm-up: kernels, thread pools
+    if args.warm: fn(*make_qk(64, args.heads, args.d_head, args.batch, device), args.op)   # kernels, thread pools
     q, k = make_qk(args.T[0], args.heads, args.d_head, args.batch, device)
     with PeakMemory(device) as mem:
         t0 = time.perf_counter()
@@ -81,6 +83,7 @@ def run_method(method, T, args, alpha_out):
     cmd = [sys.executable, __file__, '--worker', method, '--T', str(T), '--heads', str(args.heads), '--d-head', str(args.d_head),
            '--batch', str(args.batch), '--device', args.device, '--op', args.op, '--alpha-out', alpha_out]
     if args.threads: cmd += ['--threads', str(args.threads)]
+    if args.warm: cmd += ['--warm']
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode: raise RuntimeError(f'{method} at T={T} failed:\n{out.stderr[-2000:]}')
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -95,6 +98,7 @@ def main(argv=None):
     p.add_argument('--device', default='cpu')
     p.add_argument('--op', default='softmax')
     p.add_argument('--threads', type=int, default=0, help='torch threads per worker (0: torch default)')
+    p.add_argument('--warm', action='store_true', help='a small warm-up call first (default: the first call, cold)')
     p.add_argument('--json', help='also write the rows to this JSON file')
     p.add_argument('--worker', choices=METHODS, help=argparse.SUPPRESS)
     p.add_argument('--alpha-out', help=argparse.SUPPRESS)
@@ -103,7 +107,7 @@ def main(argv=None):
 
     dev = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU ({os.cpu_count()} cores)'
     print(f'sink metric memory: op={args.op}, batch={args.batch}, heads={args.heads}, d_h={args.d_head}, '
-          f'{dev}, torch {torch.__version__}')
+          f"{'after a warm-up call' if args.warm else 'first call in a fresh process'}, {dev}, torch {torch.__version__}")
     header = f"{'T':>6} {'eager MiB':>10} {'stream MiB':>11} {'mem ratio':>10} {'eager s':>8} {'stream s':>9} {'max |Δα|':>10}"
     print(header); print('-' * len(header))
     rows = []

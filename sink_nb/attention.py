@@ -37,10 +37,10 @@ def key_range(i0:int, i1:int, T:int, causal:bool=True, window:int|None=None, pre
 
 # %% ../nbs/01_attention.ipynb #5dd0b8ab
 def _softmax(s:Tensor, vis:Tensor) -> Tensor:
-    "exp(s) / Σ exp(s) over the visible keys."
+    "exp(s) / Σ exp(s) over the visible keys; a row that sees nothing is 0, not NaN."
     s = s.masked_fill(~vis, -math.inf)
-    lse = s.logsumexp(-1, keepdim=True)
-    return (s - lse.masked_fill(lse.isneginf(), 0)).exp()
+    w, dead = torch.softmax(s, -1), s.amax(-1, keepdim=True).isneginf()           # two blocks, not logsumexp's four
+    return w.masked_fill(dead, 0.) if w.requires_grad else w.masked_fill_(dead, 0.)
 
 def _softpick(s:Tensor, vis:Tensor) -> Tensor:
     "ReLU(e^s - 1) / Σ |e^s - 1| (Zuhri et al., 2025), both scaled by e^-m for stability."
@@ -298,11 +298,9 @@ def choose_backend(requested:str='auto', spec:AttentionSpec=AttentionSpec(), T:i
     return 'eager' if T <= 1024 else 'chunked'
 
 # %% ../nbs/01_attention.ipynb #109ae6aa
-_BLOCK_SCORES = 2 ** 21    # scores per block for all heads: 8 MiB in float32
-
-def auto_chunk(B:int, H:int, T:int) -> int:
-    "Query rows per block so that a block holds at most 2^21 scores."
-    return max(1, min(T, _BLOCK_SCORES // max(1, B * H * T)))
+def auto_chunk(B:int, H:int, T:int, scores:int=2 ** 21) -> int:
+    "Query rows per block so that a block holds at most `scores` scores for all heads (2^21: 8 MiB in float32)."
+    return max(1, min(T, scores // max(1, B * H * T)))
 
 def _slot_value(slot_v:Tensor|None, Hkv:int, d_v:int, like:Tensor) -> Tensor|None:
     "v* as (1, H_kv, 1, 1, d_v), or None for a zero value."

