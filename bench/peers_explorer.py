@@ -247,9 +247,9 @@ def worker(args):
     cold = time.perf_counter() - t0
     if args.worker == 'bertviz':
         weights = sum(a.shape[1] for a in attention_of(model, ids[:, :WARM_T])) * args.T[0] ** 2
-        if weights * BERTVIZ_BYTES_PER_WEIGHT > args.max_gib * 2**30:
-            return print(json.dumps(dict(not_run=f'~{weights * BERTVIZ_BYTES_PER_WEIGHT / 2**30:.0f} GiB estimated '
-                                                 f'for {weights / 1e6:.0f} M weights > --max-gib {args.max_gib:g}')))
+        gib = weights * BERTVIZ_BYTES_PER_WEIGHT / 2**30       # not tried: on a shared machine it could take the RAM
+        if gib > args.max_gib:
+            return print(json.dumps(dict(not_run=f'~{gib:.0f} GiB > {args.max_gib:g}', weights=weights)))
     with PeakRSS() as mem: row, *made = view(model, ids, tokens)
     row |= dict(cold_s=cold, peak_bytes=mem.peak)
     if args.worker == 'bertviz':
@@ -298,7 +298,7 @@ DETAIL = (f"{'T':>5} | {'attention s':>11} {'head_view s':>11} {'cold s':>6} {'w
 def format_row(r:dict) -> str:
     bv, sn, T = r['bertviz'], r['sink_nb'], r['T']
     ours = f"{sn['seconds']:>9.2f} {sn['bytes'] / MB:>10.2f} {sn['peak_bytes'] / MIB:>8.0f}"
-    if 'not_run' in bv: return f"{T:>5} | {'not run: ' + bv['not_run']:<30} | {ours} |"
+    if 'not_run' in bv: return f"{T:>5} | {'not run: ' + bv['not_run']:<29} | {ours} |"
     return (f"{T:>5} | {bv['seconds']:>9.2f} {bv['bytes'] / MB:>10.2f} {bv['peak_bytes'] / MIB:>8.0f} | {ours} | "
             f"{r['time_ratio']:>5.2g}x {r['size_ratio']:>6.2g}x {r['memory_ratio']:>6.2g}x | "
             f"{r['alpha_delta']:>7.1e} {r['drawn_delta']:>7.1e}")
@@ -307,7 +307,7 @@ def format_row(r:dict) -> str:
 def format_detail(r:dict) -> str:
     bv, sn = r['bertviz'], r['sink_nb']
     theirs = (f"{bv['attention_s']:>11.2f} {bv['view_s']:>11.2f} {bv['cold_s']:>6.2f} {bv['embedded_weights']:>9}"
-              if 'not_run' not in bv else f"{'not run':<40}")
+              if 'not_run' not in bv else f"{'not run':<30} {bv['weights']:>9}")
     return (f"{r['T']:>5} | {theirs} | {sn['measure_s']:>9.2f} {sn['build_s']:>10.2f} {sn['display_s']:>9.2f} "
             f"{sn['cold_s']:>6.2f} {sn['spec_bytes'] / MB:>7.3f} {sn['svg_bytes'] / MB:>7.2f}  "
             f"{sn['layer']},{sn['head']}")
@@ -344,7 +344,8 @@ def header(python:str) -> list[str]:
             'display (widget + static SVG); MB = widget state (specs + the 0.9 MB offline JS bundle per chart) + '
             'display output',
             'seconds: warm (each side ran once on 8 tokens first: "cold s", imports excluded); browser drawing not '
-            'timed; peak MiB: rise of the peak RSS over the timed run',
+            'timed; peak MiB: rise of the peak RSS over the timed run; bertviz "not run: ~N GiB > M": its peak, '
+            f'estimated at {BERTVIZ_BYTES_PER_WEIGHT} B per embedded weight (as measured), is over --max-gib M',
             'time, size, memory: bertviz / sink_nb; max|Δα|: α of bertviz\'s maps vs sink_nb\'s α; '
             'max|Δw|: the pattern sink_nb draws vs the same block of bertviz\'s HTML (sink_nb rounds to 4 decimals)']
 

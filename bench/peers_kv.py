@@ -12,14 +12,14 @@ then fed in one forward onto that cache and scored against ids[C+1:C+M+1] (M tea
 continuation itself never evicted). The same scoring function serves both sides; only the compression differs.
   kvpress   the press hooks every attention layer during the prefill, as `KVPressTextGenerationPipeline` runs it; the
             continuation's positions are those that pipeline gives a question: C.. for a plain press, the cache length
-            S + W.. under KeyRerotationPress. compression_ratio = (C - S - W - 0.5) / C keeps int(C (1 - ratio)) = S + W.
-  sink_nb   the kept positions are `sink_nb.stream.kept(C - 1, 'sinks', W, S)`; the cut itself is done here with plain
-            transformers cache manipulation, because sink_nb.stream's eviction (`_evict`, `_reposition`) is private.
-            positions='original' keeps the keys and scores at C..; positions='cache' re-rotates every kept key to its
-            slot with the model's rotary embedding (sink_nb's convention) and scores at S + W..
+            S + W.. under KeyRerotationPress. ratio (C - S - W - 0.5) / C keeps int(C (1 - ratio)) = S + W.
+  sink_nb   the cut is sink_nb's own `sink_nb.stream.evict_cache` (first S + last W entries of every layer, the
+            positions `sink_nb.stream.kept(C - 1, 'sinks', W, S)` names); positions='original' keeps the keys and
+            scores at C..; positions='cache' re-rotates the kept window to its slots (`rerotate_keys`, the model's
+            rotary embedding) and scores at S + W..
             'dense' is the public `stream_nll(policy='dense')`: one forward over the C + M + 1 tokens.
-A check ties the stand-in to sink_nb: it streams a short text token by token with the stand-in eviction and compares the
-NLL with `sink_nb.stream.stream_nll` (both positions). --native adds sink_nb's own protocol (stream_nll, token by token,
+A second check rebuilds the cut independently (`cut` below: an index_select and a rotation written out) and streams a
+short text token by token with it against `sink_nb.stream.stream_nll` (both positions). --native adds sink_nb's own protocol (stream_nll, token by token,
 evicting after every step) for the same M targets: informative, a different protocol, compared with nothing.
 
 kvpress 0.5 needs transformers < 5.3 and sink_nb runs transformers 5.x newer, so kvpress runs in its own venv,
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import torch
 import torch.nn.functional as F
-from metric_memory import PeakMemory                          # the same memory probe as the other benchmarks (torch only)
+from metric_memory import PeakMemory                          # the memory probe of the other benchmarks (torch only)
 
 VENV = HERE / '.venv-kvpress'
 PEER_SPEC, TORCH_PIN = 'kvpress>=0.5,<0.6', 'torch==2.13.0'   # any other torch spec would pull GBs of CUDA wheels
@@ -46,7 +46,7 @@ PEER_NAMES = {'dense': 'no press', 'original': 'StreamingLLMPress', 'rerotated':
 OURS_NAMES = {'dense': "stream_nll(policy='dense')", 'original': "kept + cut, positions='original'",
               'rerotated': "kept + cut, positions='cache'"}
 SIZES = {'full': dict(C=512, S=4, W=124, M=128), 'small': dict(C=64, S=2, W=14, M=16)}
-CHECK_T = 32                                                   # tokens streamed by the stand-in check (cheap on 2 cores)
+CHECK_T = 24                                                   # tokens the stand-in check streams (cheap on 2 cores)
 
 
 # ---------------------------------------------------------------- shared by both sides (stdlib + torch only)
@@ -74,7 +74,7 @@ def measured(fn):
 
 def run_variants(nll_of, model, ids):
     """Every variant once, timed and measured, after an untimed dense run: the first pass through a cache pays one-time
-    costs (lazy imports, mask helpers, allocator pools: 80 MiB and seconds in the kvpress venv) that are no variant's."""
+    costs (lazy imports, mask helpers, allocator pools: 80 MiB, seconds in the kvpress venv) that are no variant's."""
     nll_of('dense')
     runs = {}
     for v in VARIANTS:
@@ -125,7 +125,8 @@ def kvpress_worker(a):
     kept = positions_of(runs['original']['keys0'], runs['dense']['keys0'])      # which C positions the press kept
     for r in runs.values(): r.pop('keys0')
     return dict(runs=runs, kept=kept, ratio=compression_ratio(a.C, a.S, a.W),
-                versions=dict(torch=torch.__version__, transformers=transformers.__version__, kvpress=importlib.metadata.version('kvpress')))
+                versions=dict(torch=torch.__version__, transformers=transformers.__version__,
+                              kvpress=importlib.metadata.version('kvpress')))
 
 
 # ---------------------------------------------------------------- sink_nb side (the main venv)
@@ -134,9 +135,9 @@ def rotary(model):
 
 
 def cut(cache, slots, rotary_emb=None):
-    """Keep the cache entries `slots` (sorted) of every layer; with `rotary_emb`, re-rotate each kept key from its slot to
-    its new index. A stand-in for sink_nb.stream's private `_evict` + `_reposition`, in their convention: the shift is
-    applied with the model's own rotary embedding (cos and sin at the shift) and Llama's rotate_half."""
+    """Keep the cache entries `slots` (sorted) of every layer; with `rotary_emb`, re-rotate each kept key from its slot
+    to its new index: an independent rebuild of sink_nb.stream's `evict_cache` + `rerotate_keys` for the check (the
+    shift applied with the model's own rotary embedding and Llama's rotate_half)."""
     from transformers.models.llama.modeling_llama import rotate_half
     idx = torch.tensor(slots)
     shift = torch.arange(len(slots)) - idx                     # <= 0: the window moves back over the evicted gap
@@ -150,15 +151,15 @@ def cut(cache, slots, rotary_emb=None):
 
 def sink_nb_nll(model, ids, variant, a):
     "The shared protocol with sink_nb's public names (kept, stream_nll) and a transformers DynamicCache."
-    from sink_nb.stream import kept, stream_nll
+    from sink_nb.stream import evict_cache, kept, stream_nll
     from transformers import DynamicCache
     if variant == 'dense':
-        nll = stream_nll(model, ids, 'dense', window=a.W, sinks=a.S)[a.C:a.C + a.M]   # window: validated, unused
+        nll = stream_nll(model, ids, 'dense')[a.C:a.C + a.M]
         return nll, dict(start=a.C)
     cache = DynamicCache(config=model.config)
     model.model(input_ids=ids[None, :a.C], cache=cache, use_cache=True)        # one prefill chunk, as kvpress
     slots = kept(a.C - 1, 'sinks', a.W, a.S)                   # slots are positions: nothing was evicted before
-    cut(cache, slots, rotary(model) if variant == 'rerotated' else None)
+    evict_cache(cache, a.S, a.W, rotary(model) if variant == 'rerotated' else None)
     start = len(slots) if variant == 'rerotated' else a.C     # positions='cache' / 'original', as stream_nll's
     return continuation_nll(model, ids, a.C, a.M, cache, start), dict(cache_lengths=[len(slots)], start=start)
 
@@ -180,7 +181,7 @@ def streamed_with_cut(model, ids, sinks, window, positions):
 def stand_in_check(model, ids, sinks):
     "Largest |ΔNLL| between `cut` streaming and sink_nb.stream.stream_nll on the first CHECK_T tokens, both positions."
     from sink_nb.stream import stream_nll
-    window, worst = CHECK_T // 2, 0.0
+    window, worst = CHECK_T // 3, 0.0                          # most steps evict
     for positions in ('cache', 'original'):
         theirs = stream_nll(model, ids[:CHECK_T], 'sinks', window=window, sinks=sinks, positions=positions)
         ours = streamed_with_cut(model, ids[:CHECK_T], sinks, window, positions)
@@ -189,7 +190,7 @@ def stand_in_check(model, ids, sinks):
 
 
 def native_rows(model, ids, a):
-    "sink_nb's own protocol on the same targets: stream_nll token by token, window W + 1 (the first target sees the same keys)."
+    "sink_nb's own protocol on the same targets: stream_nll token by token, window W + 1 (same keys at target 1)."
     from sink_nb.stream import stream_nll
     out = {}
     for positions in ('original', 'cache'):
@@ -210,6 +211,7 @@ def sink_nb_worker(a):
         check = stand_in_check(model, ids, a.S)
         native = native_rows(model, ids, a) if a.native else None
     return dict(runs=runs, kept=kept(a.C - 1, 'sinks', a.W, a.S), check=check, native=native,
+                vocab=model.config.vocab_size,
                 versions=dict(torch=torch.__version__, transformers=transformers.__version__,
                               sink_nb=getattr(sink_nb, '__version__', '?')))
 
@@ -227,7 +229,7 @@ def peer_python(venv):
     if python.exists() and installed(python, 'kvpress'): return str(python), 'already installed'
     with tempfile.NamedTemporaryFile('w', suffix='.txt') as pins:
         pins.write(TORCH_PIN + '\n'); pins.flush()
-        steps = [] if python.exists() else [[sys.executable, '-m', 'venv', str(venv)]]   # isolated: its own transformers
+        steps = [] if python.exists() else [[sys.executable, '-m', 'venv', str(venv)]]   # isolated: own transformers
         steps.append([str(python), '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--timeout', '60',
                       '--retries', '2', '-c', pins.name, PEER_SPEC])
         for cmd in steps:
@@ -247,7 +249,7 @@ def smollm2_gguf():
 
 
 def export_model(gguf):
-    "SmolLM2 dequantised to fp32 safetensors + config + tokenizer in a temp folder (made once): any transformers loads it."
+    "SmolLM2 dequantised to fp32 safetensors, config, tokenizer in a temp folder (made once) any transformers loads."
     folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_{gguf.stem}_fp32'
     if (folder / 'config.json').exists(): return folder
     import transformers
@@ -310,9 +312,9 @@ def table(rows, size):
                      f"{str(r['kvpress_start']) + '..':>9}  {r['kvpress_s']:>9.2f} {r['sink_nb_s']:>9.2f}  "
                      f"{r['kvpress_mib']:>7.1f} {r['sink_nb_mib']:>7.1f}")
     lines.append(f"C={C} context tokens, cut to the first S={S} + last W={W}; M={M} continuation tokens scored "
-                 f"(ppl = exp(mean NLL)); ratio = sink_nb ppl / kvpress ppl; rel gap = |Δppl| / kvpress ppl; positions: "
-                 f"the continuation's first position on both sides; seconds and MiB (rise of the resident-set peak) "
-                 f"cover compression + scoring of one variant, each side in its own fresh process.")
+                 f"(ppl = exp(mean NLL)); ratio = sink_nb ppl / kvpress ppl; rel gap = |Δppl| / kvpress ppl; "
+                 "positions: the continuation's first position on both sides; seconds and MiB (rise of the "
+                 "resident-set peak) cover compression + scoring of one variant, each side in its own fresh process.")
     return lines
 
 
@@ -323,7 +325,7 @@ def native_lines(ours, size):
              f"context's own states were computed under eviction and the continuation is evicted too):"]
     for positions, r in ours['native'].items():
         lines.append(f"  positions={positions!r:<11} ppl {perplexity(r['nll']):>8.4f}   {r['seconds']:.2f} s   "
-                     f"{r['peak_bytes'] / 2**20:.1f} MiB")
+                     f"{max(0.0, r['peak_bytes'] / 2**20):.1f} MiB")
     return lines
 
 
@@ -339,7 +341,8 @@ def checks(rows, ours, peer, size, rel_tol):
              f"kvpress cache after the press, every layer: {rows[1]['kvpress_cache']} (compression_ratio "
              f"{peer['ratio']:.6f})"),
             (c['max_abs_nll'] <= 1e-4, f"stand-in check: the bench's `cut`, streamed token by token, against "
-                                       f"sink_nb.stream.stream_nll (T={c['T']}, window={c['window']}, sinks={c['sinks']}, "
+                                       f"sink_nb.stream.stream_nll (T={c['T']}, window={c['window']}, "
+                                       f"sinks={c['sinks']}, "
                                        f"both positions): max |ΔNLL| {c['max_abs_nll']:.1e} (<= 1e-4)")]
 
 
@@ -348,16 +351,16 @@ def differences(size):
     C, S, W, M = (size[k] for k in 'CSWM')
     return [
         "where the protocols differ:",
-        f"- where the cut happens: kvpress inside the prefill (a hook after each attention layer prunes that layer's "
-        f"cache once the layer has attended over the whole context); sink_nb's side after the prefill. Equivalent: no "
-        f"context state ever reads a pruned cache.",
+        "- where the cut happens: kvpress inside the prefill (a hook after each attention layer prunes that layer's "
+        "cache once the layer has attended over the whole context); sink_nb's side after the prefill. Equivalent: no "
+        "context state ever reads a pruned cache.",
         f"- continuation positions: StreamingLLMPress alone scores at {C}.. while the kept keys keep their rotations "
         f"(sinks at 0..{S - 1}, window at {C - W}..{C - 1}: a gap of {C - S - W}) = sink_nb positions='original'; "
         f"KeyRerotationPress re-rotates every kept key to its slot 0..{S + W - 1} and the pipeline scores at "
         f"{S + W}.. = positions='cache'. Only there do the continuation's queries see re-rotated keys.",
         "- re-rotation arithmetic: kvpress makes cos/sin from rotary_emb.inv_freq at slot - position (fp32); sink_nb "
-        "(and the stand-in) call the model's rotary_emb at the shift, which also multiplies by attention_scaling: 1 "
-        "for SmolLM2's default RoPE (identical here), not for YaRN or longrope.",
+        "calls the model's rotary_emb at the shift and divides out its attention_scaling (1 for SmolLM2's default "
+        "RoPE; YaRN and longrope scale cos and sin, which a re-rotation must not).",
         "- order of the kept entries: StreamingLLMPress alone gathers top-k indices unsorted (a permuted cache: "
         "attention does not care, only fp32 summation order changes); KeyRerotationPress sorts; sink_nb keeps order.",
         f"- dense: kvpress prefills {C} then scores {M} (two forwards); stream_nll(policy='dense') runs one forward "
@@ -373,12 +376,17 @@ def differences(size):
         "and the same token ids."]
 
 
-def machine(ours, peer):
+def shown(path):
+    path = Path(path).resolve()
+    return str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else str(path)
+
+
+def machine(ours, peer, venv):
     cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
     v, pv = ours['versions'], peer['versions']
     return (f"machine: {cpu}, {os.cpu_count()} cores (shared: timings may be contended), {platform.platform()}, "
             f"Python {platform.python_version()}; sink_nb side: torch {v['torch']}, transformers {v['transformers']}, "
-            f"sink_nb {v['sink_nb']}; kvpress side ({VENV.relative_to(HERE.parent)}): torch {pv['torch']}, "
+            f"sink_nb {v['sink_nb']}; kvpress side ({shown(venv)}): torch {pv['torch']}, "
             f"transformers {pv['transformers']}, kvpress {pv['kvpress']}")
 
 
@@ -394,14 +402,17 @@ def text_ids(folder, n, tmp):
 
 def report(a, size, ours, peer, command, load0):
     rows = compare(ours, peer)
-    lines = [f"KV-cache eviction to the first S + last W tokens, then the perplexity of the continuation: NVIDIA kvpress "
-             f"vs sink_nb.stream; SmolLM2-135M-Instruct (GGUF dequantised to fp32), CPU, fp32"]
-    lines += table(rows, size) + native_lines(ours, size)
+    lines = ["KV-cache eviction to the first S + last W tokens, then the perplexity of the continuation: NVIDIA kvpress"
+             " vs sink_nb.stream; SmolLM2-135M-Instruct (GGUF dequantised to fp32), CPU, fp32"]
+    logits_mib = (size['C'] + size['M'] + 1) * ours['vocab'] * 4 / 2**20
+    lines += table(rows, size) + [f"sink_nb's dense MiB holds fp32 logits for all C + M + 1 positions "
+                                  f"({logits_mib:.0f} MiB, stream_nll's one forward), other rows the M scored ones."]
+    lines += native_lines(ours, size)
     results = checks(rows, ours, peer, size, a.rel_tol)
     lines += [('ok    ' if ok else 'FAILED ') + line for ok, line in results]
     lines += differences(size)
-    lines += [machine(ours, peer), f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}",
-              f"command: {command}"]
+    lines += [machine(ours, peer, a.venv),
+              f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}", f"command: {command}"]
     return rows, lines, all(ok for ok, _ in results)
 
 

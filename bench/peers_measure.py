@@ -136,7 +136,7 @@ def peer_python():
 def peer_version():
     "The installed transformer-lens version, read from its metadata folder (no interpreter start)."
     found = sorted(PEER_VENV.glob('lib/python*/site-packages/transformer_lens-*.dist-info'))
-    return found[-1].name.split('-')[1].removesuffix('.dist-info') if found else '?'
+    return found[-1].name.removesuffix('.dist-info').split('-')[1] if found else '?'
 
 
 # ---------------------------------------------------------------- the model, the ids, one watched worker
@@ -310,6 +310,7 @@ def report(args, python, command):
         for item in measure_T(T, args.n, python, folder, args, say):
             (agreement if 'pairs' in item else rows).append(item)
     for m in args.methods: say(f"{m}: {LABELS[m]}")
+    say("vs sink_nb: the method's seconds / sink_nb's seconds, then its peak MiB / sink_nb's peak MiB")
     say(f"seconds: the measuring loop (forwards + α), model load, TL boot and a warm-up excluded; peak MiB: rise of "
         f"the resident-set peak over the loaded model during it; process MiB: the worker's whole peak (load included); "
         f"OOM: resident set passed the budget of {args.budget_gib:.1f} GiB (then killed) or killed by the kernel")

@@ -89,6 +89,8 @@ def sync(device):
 def time_sides(preset:str, sides, args) -> dict:
     "Median seconds per step of each side, the sides interleaved over `repeats` rounds of `steps` steps."
     built = {s: build(s, preset, args) for s in sides}
+    params = {s: sum(p.numel() for p in m.parameters()) for s, (m, _, _) in built.items()}
+    if len(set(params.values())) > 1: raise RuntimeError(f"the sides differ in shape at {preset}: {params}")
     x, y = batch(built[sides[0]][2], args)
     for _, step, _ in built.values():
         for _ in range(2): step(x, y)                            # allocator, thread pools, compilation
@@ -99,7 +101,7 @@ def time_sides(preset:str, sides, args) -> dict:
             t0 = time.perf_counter()
             for _ in range(args.steps): step(x, y)
             sync(args.device); seconds[s].append((time.perf_counter() - t0) / args.steps)
-    return {s: statistics.median(v) for s, v in seconds.items()}
+    return {s: statistics.median(v) for s, v in seconds.items()}, params[sides[0]]
 
 
 def _rss_kib(field='VmRSS'):
@@ -157,9 +159,9 @@ def measure(args):
     notes = [f"litgpt skipped: {why}"] if why else []
     rows = []
     for preset in args.presets:
-        step_s = time_sides(preset, sides, args)
+        step_s, params = time_sides(preset, sides, args)
         mem = {s: peak_memory(s, preset, args) for s in sides} if args.memory else {}
-        rows.append(dict(preset=preset, step_s=step_s, tokens_per_s={s: args.batch * args.T / v for s, v in
+        rows.append(dict(preset=preset, params=params, step_s=step_s, tokens_per_s={s: args.batch * args.T / v for s, v in
                          step_s.items()}, peak_mib=mem))
         print(row_text(rows[-1], sides), flush=True)
     return rows, sides, notes

@@ -14,8 +14,8 @@ from torch import Tensor
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['POLICIES', 'kept', 'check_stream_args', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
-           'perplexity_past_window', 'long_ids', 'load_causal_lm']
+__all__ = ['POLICIES', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_cache', 'stream_nll', 'check_study_args',
+           'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
 # %% ../nbs/14_stream.ipynb #de76243a
 POLICIES = ('dense', 'window', 'sinks', 'recompute')
@@ -41,27 +41,28 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
     "Clear errors for a streaming request; `n_positions` is the model's limit when it has one."
     check_choice(policy, 'policy', POLICIES)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
-    _check_window(window, T)
+    if policy != 'dense': _check_window(window, T)                  # dense keeps everything: no window to check
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
 # %% ../nbs/14_stream.ipynb #3d798885
-def _reposition(keys:Tensor, shift:int, rotary:nn.Module) -> Tensor:
+def rerotate_keys(keys:Tensor, shift:int, rotary:nn.Module) -> Tensor:
     "RoPE-rotated keys (B, H, n, d) moved by `shift` positions (negative: back)."
     cos, sin = rotary(keys, torch.full((1, 1), shift, device=keys.device))
-    cos, sin = cos[:, None].to(keys.dtype), sin[:, None].to(keys.dtype)
+    scale = getattr(rotary, 'attention_scaling', 1.0)          # YaRN & co. scale cos, sin: a rotation must not
+    cos, sin = (cos[:, None] / scale).to(keys.dtype), (sin[:, None] / scale).to(keys.dtype)
     from transformers.models.llama.modeling_llama import rotate_half      # the convention of the model's own RoPE
     return keys * cos + rotate_half(keys) * sin
 
 # %% ../nbs/14_stream.ipynb #78b5dd79
-def _evict(cache, n_sinks:int, window:int, rotary:nn.Module|None):
+def evict_cache(cache, n_sinks:int, window:int, rotary:nn.Module|None):
     "Keep the first `n_sinks` and the last `window` entries of every layer; re-rotate the window if `rotary`."
     for layer in cache.layers:
         n = layer.keys.shape[-2]
         drop = n - n_sinks - window
         if drop <= 0: continue
         recent_k, recent_v = layer.keys[..., n - window:, :], layer.values[..., n - window:, :]
-        if rotary is not None: recent_k = _reposition(recent_k, -drop, rotary)
+        if rotary is not None: recent_k = rerotate_keys(recent_k, -drop, rotary)
         layer.keys = torch.cat([layer.keys[..., :n_sinks, :], recent_k], -2)
         layer.values = torch.cat([layer.values[..., :n_sinks, :], recent_v], -2)
 
@@ -90,7 +91,7 @@ def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positio
         logits = model(ids[t].view(1, 1), cache=cache, use_cache=True,
                        position_ids=torch.tensor([[pos]], device=ids.device)).logits[0, -1]
         out[t] = _nll(logits, ids[t + 1])
-        if policy != 'dense': _evict(cache, n_sinks, window - 1, rotary)   # the next token makes `window`
+        if policy != 'dense': evict_cache(cache, n_sinks, window - 1, rotary)   # the next token makes `window`
     return out
 
 # %% ../nbs/14_stream.ipynb #11d08440

@@ -1,0 +1,18 @@
+"bench/peers_train.py in its CI size: the three models have one shape, and every side trains."
+import json, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_peers_train_small(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'peers_train.py'), '--small', '--no-memory',
+                          '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads((tmp_path / 'rows.json').read_text())
+    (row,) = report['rows']
+    sides = set(row['tokens_per_s'])
+    if 'litgpt' not in sides: print(report['notes'])                      # no network: litgpt is said to be skipped
+    assert {'sink_nb', 'transformers'} <= sides and all(v > 0 for v in row['tokens_per_s'].values())
+    from sink_nb.model import SinkConfig, SinkLM
+    assert row['params'] == SinkLM(SinkConfig.from_name('tiny-cpu')).num_params(non_embedding=False)
