@@ -43,8 +43,8 @@ VARIANTS = ('dense', 'original', 'rerotated')
 LABELS = {'dense': 'dense (no eviction)', 'original': 'first S + last W, keys as computed',
           'rerotated': 'first S + last W, keys re-rotated'}
 PEER_NAMES = {'dense': 'no press', 'original': 'StreamingLLMPress', 'rerotated': 'KeyRerotationPress(StreamingLLM)'}
-OURS_NAMES = {'dense': "stream_nll(policy='dense')", 'original': "kept + cut, positions='original'",
-              'rerotated': "kept + cut, positions='cache'"}
+OURS_NAMES = {'dense': "stream_nll(policy='dense')", 'original': "evict_cache, positions='original'",
+              'rerotated': "evict_cache, positions='cache'"}
 SIZES = {'full': dict(C=512, S=4, W=124, M=128), 'small': dict(C=64, S=2, W=14, M=16)}
 CHECK_T = 24                                                   # tokens the stand-in check streams (cheap on 2 cores)
 
