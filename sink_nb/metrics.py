@@ -86,9 +86,10 @@ def sink_rate(
     rates = 100 * (alpha > eps).double().mean((1, 2)).mean(0)            # (T,): per-sample shares, then their mean
     return rates if k is None else rates[check_int(k, 'k', 1, alpha.shape[-1]) - 1].item()
 
-# %% ../nbs/02_metrics.ipynb #7a16899f
+# %% ../nbs/02_metrics.ipynb #699b18d1
 METRIC_BLOCK_SCORES = 2 ** 20   # 4 MiB blocks: α at T = 4096 adds ~1/40 of eager's memory (bench/metric_memory.py)
 
+# %% ../nbs/02_metrics.ipynb #7a16899f
 def _column_sums(rows:QK, chunk:int|None) -> Tensor:
     "Σ over (valid) query rows of every key's weight, (B, H_kv, G, n_slots + T), streamed in blocks of rows."
     B, Hkv, G, T, _ = rows.q.shape

@@ -71,7 +71,9 @@ def test_sink_rate_definition(N, L, H, T, seed, eps):
 
 def test_streaming_memory_does_not_grow_with_T_squared():
     "The block budget bounds what one step allocates: α of T = 2048 via blocks of 32 rows touches ≤ 32·2048 scores per head."
-    from sink_nb.attention import auto_chunk, _BLOCK_SCORES
-    for B, H, T in [(1, 16, 4096), (8, 32, 2048), (100, 12, 64)]:
-        c = auto_chunk(B, H, T)
-        assert 1 <= c <= T and (B * H * c * T <= _BLOCK_SCORES or c == 1)
+    from sink_nb.attention import auto_chunk
+    from sink_nb.metrics import METRIC_BLOCK_SCORES
+    for budget in (2 ** 21, METRIC_BLOCK_SCORES):
+        for B, H, T in [(1, 16, 4096), (8, 32, 2048), (100, 12, 64)]:
+            c = auto_chunk(B, H, T, budget)
+            assert 1 <= c <= T and (B * H * c * T <= budget or c == 1)
