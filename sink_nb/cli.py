@@ -599,10 +599,10 @@ def run_quantize(args) -> dict:
     if max(args.keep_first) >= args.T: raise SystemExit(f"sink-nb quantize: --keep-first must be below --T {args.T}")
     passages, source = (_texts_file(args.texts, 'quantize'), str(args.texts)) if args.texts else (None, 'python-docs')
     from sink_nb import corpora, quant
+    from sink_nb.model import n_positions
     try:
         model, ids, name = _quant_inputs(args, '\n\n'.join(passages or corpora.builtin_texts('python-docs')))
-        c, p = model.config, next(model.parameters())
-        limit = getattr(c, 'block_size', None) or getattr(c.get_text_config(), 'max_position_embeddings', None)
+        p, limit = next(model.parameters()), n_positions(model)
         if isinstance(limit, int) and args.T > limit: raise ValueError(f"--T {args.T}: the model has {limit} positions")
         if len(ids) < args.T: raise ValueError(f"{source} is {len(ids)} tokens long, shorter than --T {args.T}")
         print(f"sink_nb quantize: {name}, text {source}, T={args.T}, {str(p.dtype)[6:]} on {p.device}", flush=True)

@@ -18,7 +18,7 @@ from .checks import check_choice, check_int
 from .data import probe_batch
 from .hf import EditPlan, can_route_qk, run_with_cache, run_with_hooks
 from .metrics import SinkMeter
-from .model import SinkLM
+from .model import SinkLM, n_positions
 
 # %% auto #0
 __all__ = ['KINDS', 'edit_scores', 'sinklm_hooks', 'edit_plan', 'check_model', 'intervene', 'head_groups']
@@ -125,11 +125,6 @@ def _by_layer(heads, L:int, H:int, group:str) -> dict[int, list[int]]:
         out.setdefault(l, set()).add(h)
     return {l: sorted(hs) for l, hs in sorted(out.items())}
 
-def _positions(model) -> int|None:
-    "How many positions the model has (None when it does not say)."
-    if isinstance(model, SinkLM): return model.config.block_size
-    return getattr(model.config.get_text_config(), 'max_position_embeddings', None)
-
 def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
     "Token ids (N, T) from ids or from texts, within the model's vocabulary and positions."
     if isinstance(inputs, Tensor):
@@ -145,7 +140,7 @@ def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
     else:
         texts = [inputs] if isinstance(inputs, str) else inputs
         ids = probe_batch('natural', check_int(T, 'T', 2), check_int(n, 'n', 1), tokenizer, texts=texts, pack=True)[0]
-    if (limit := _positions(model)) and ids.shape[1] > limit:
+    if (limit := n_positions(model)) and ids.shape[1] > limit:
         raise ValueError(f"the inputs hold T={ids.shape[1]} tokens per sample, past the model's {limit} positions; "
                          f"use T <= {limit}")
     return ids

@@ -26,7 +26,7 @@ __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 
            'POSITIONS_BIAS_SCORES', 'name_to_config', 'INITS', 'RMSNorm', 'GatedMLP', 'PlainMLP', 'NoPE', 'RoPE',
            'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi', 't5_bucket', 'BucketBias',
            'Relative', 'RelativeReference', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block', 'SinkLM',
-           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf']
+           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf', 'n_positions']
 
 # %% ../nbs/03_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
@@ -582,3 +582,11 @@ def to_hf(model:SinkLM):
         attention_bias=False, mlp_bias=False))
     hf.load_state_dict({_hf_key(k): v for k, v in model.state_dict().items()}, strict=True)
     return hf.to(next(model.parameters()).dtype)
+
+# %% ../nbs/03_model.ipynb #db2826f5
+def n_positions(model) -> int|None:
+    "Positions a `SinkLM` (its block_size) or a transformers model (max_position_embeddings) has; None if unsaid."
+    if isinstance(model, SinkLM): return model.config.block_size
+    config = getattr(model, 'config', None)
+    text = config.get_text_config() if hasattr(config, 'get_text_config') else config
+    return getattr(text, 'max_position_embeddings', None)

