@@ -213,17 +213,22 @@ def _slot_scores(self:QK, q_blk:Tensor) -> Tensor|None:
     return val.expand(*q_blk.shape[:-1], 1) if kind == 'logit' else (q_blk @ val) * self.scale
 
 @patch
+def visible_keys(self:QK, i0:int, i1:int, j0:int, j1:int) -> Tensor:
+    "Keys (slot first, then j0..j1-1) each query row i0..i1-1 sees: bool (c, n_slots + n); (B, 1, 1, c, ...) padded."
+    pos = torch.arange(max(i1, j1), device=self.q.device)
+    vis = visible(pos[i0:i1, None], pos[None, j0:j1], self.spec.window, self.spec.prefix) if self.spec.causal \
+        else torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=self.q.device)                  # (c, n)
+    if self.valid is not None: vis = vis & self.valid[:, None, None, None, j0:j1]                 # (B, 1, 1, c, n)
+    return torch.cat([vis.new_ones(*vis.shape[:-1], 1), vis], -1) if self.slot is not None else vis
+
+@patch
 def weights(self:QK, i0:int, i1:int, j0:int, j1:int, edit_scores:Callable|None=None) -> Tensor:
     "Weights (B, Hkv, G, i1-i0, n_slots + j1-j0) of query rows i0..i1-1 against keys j0..j1-1 and the slot."
     pos = torch.arange(max(i1, j1), device=self.q.device)
     s = (self.q[..., i0:i1, :] @ self.k[..., j0:j1, :].transpose(-1, -2)) * self.scale           # (B, Hkv, G, c, n)
     if self.score_bias is not None: s = s + self.score_bias(pos[i0:i1], pos[j0:j1]).reshape(1, *s.shape[1:])
-    vis = visible(pos[i0:i1, None], pos[None, j0:j1], self.spec.window, self.spec.prefix) if self.spec.causal \
-        else torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=s.device)                       # (c, n)
-    if self.valid is not None: vis = vis & self.valid[:, None, None, None, j0:j1]                 # (B, 1, 1, c, n)
-    if self.slot is not None:
-        s = torch.cat([_slot_scores(self, self.q[..., i0:i1, :]), s], -1)
-        vis = torch.cat([vis.new_ones(*vis.shape[:-1], 1), vis], -1)
+    if self.slot is not None: s = torch.cat([_slot_scores(self, self.q[..., i0:i1, :]), s], -1)
+    vis = self.visible_keys(i0, i1, j0, j1)
     if edit_scores is not None: s, vis = _edited(s, vis, edit_scores)
     return block_weights(s, vis.expand(s.shape), self.op, self.spec.normalize, self.proxy)
 

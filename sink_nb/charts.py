@@ -4,6 +4,7 @@
 
 # %% ../nbs/16_charts.ipynb #c4a7e1d1
 from __future__ import annotations
+import math
 
 # %% auto #0
 __all__ = ['svg_chart']
@@ -19,8 +20,14 @@ def _axis_range(values:list[float], ylim:tuple|None) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 # %% ../nbs/16_charts.ipynb #e96f754a
-def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tuple|None, top:int) -> list[str]:
-    "One panel's SVG elements: grid, ticks, axis labels and a polyline per series."
+def _tick(u:float, xlog:bool) -> str: return f'{10 ** u:.2g}' if xlog else f'{u:.0f}'
+
+def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tuple|None, top:int,
+           xlabel:str='step', xlog:bool=False) -> list[str]:
+    "One panel's SVG elements: grid, ticks, axis labels and a polyline per series (x on a log10 axis if `xlog`)."
+    if xlog and any(x <= 0 for pts in series.values() for x, _ in pts):
+        raise ValueError(f"a log x axis ({xlabel}) needs x > 0; leave out the points at 0")
+    if xlog: series = {n: [(math.log10(x), y) for x, y in pts] for n, pts in series.items()}
     pad_l, pad_r, pad_b = 52, 12, 40
     xs = [x for pts in series.values() for x, _ in pts] or [0, 1]
     a, b = min(xs), max(max(xs), min(xs) + 1)
@@ -32,10 +39,11 @@ def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tu
         t, u = lo + (hi - lo) * i / 4, a + (b - a) * i / 4
         out.append(f'<line x1="{X(a):.1f}" x2="{X(b):.1f}" y1="{Y(t):.1f}" y2="{Y(t):.1f}" stroke="#ddd"/>'
                    f'<text x="{X(a) - 6:.1f}" y="{Y(t) + 4:.1f}" text-anchor="end">{t:.3g}</text>'
-                   f'<text x="{X(u):.1f}" y="{height - pad_b + 16}" text-anchor="middle">{u:.0f}</text>')
+                   f'<text x="{X(u):.1f}" y="{height - pad_b + 16}" text-anchor="middle">{_tick(u, xlog)}</text>')
     out.append(f'<text x="{x0 + 14}" y="{(top + height - pad_b) / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 {x0 + 14} {(top + height - pad_b) / 2:.1f})">{ylabel}</text>')
-    out.append(f'<text x="{X((a + b) / 2):.1f}" y="{height - 8}" text-anchor="middle">step</text>')
+    out.append(f'<text x="{X((a + b) / 2):.1f}" y="{height - 8}" text-anchor="middle">'
+               f'{xlabel}{" (log)" if xlog else ""}</text>')
     for i, pts in enumerate(series.values()):
         out.append(f'<polyline fill="none" stroke="{_COLOURS[i % len(_COLOURS)]}" stroke-width="2" '
                    f'points="{" ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)}"/>')
@@ -54,7 +62,8 @@ def _legend(names:list[str], width:int, per_row:int) -> list[str]:
 
 # %% ../nbs/16_charts.ipynb #b1538918
 def svg_chart(panels:list[dict], title:str='', width:int=760, height:int=320) -> str:
-    "Side-by-side line charts as standalone SVG, one legend; a panel: {'series': {name: [(x, y)]}, 'ylabel', 'ylim'}."
+    "Side-by-side line charts as standalone SVG, one legend; a panel: {'series': {name: [(x, y)]}, 'ylabel', ...}."
+    # a panel's keys: 'series', 'ylabel', 'ylim' (the y range), 'xlabel' (default 'step'), 'xlog' (a log10 x axis)
     names = list(dict.fromkeys(n for p in panels for n in p['series']))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
            'font-size="12">',
@@ -65,5 +74,6 @@ def svg_chart(panels:list[dict], title:str='', width:int=760, height:int=320) ->
     w, top = width / len(panels), 52 + 18 * ((len(names) - 1) // per_row)
     for j, p in enumerate(panels):
         series = {n: p['series'].get(n, []) for n in names}
-        out += _panel(series, j * w, w, height, p.get('ylabel', ''), p.get('ylim'), top=top)
+        out += _panel(series, j * w, w, height, p.get('ylabel', ''), p.get('ylim'), top, p.get('xlabel', 'step'),
+                      p.get('xlog', False))
     return '\n'.join(out + ['</svg>'])

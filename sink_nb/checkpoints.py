@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_checkpoints.ipynb #6ff127da
 from __future__ import annotations
-import errno, hashlib, json, os, random, shutil, socket, time, warnings
+import errno, hashlib, json, os, random, re, shutil, socket, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,10 +13,13 @@ import torch
 from safetensors import SafetensorError
 from torch import Tensor
 
+from .checks import check_choice, check_int
+
 # %% auto #0
-__all__ = ['save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full', 'plain_file', 'list_checkpoints',
-           'save_checkpoint', 'load_checkpoint', 'latest_good_checkpoint', 'process_alive', 'lock_owner', 'stale_lock',
-           'folder_lock']
+__all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
+           'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'latest_good_checkpoint',
+           'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due', 'checkpoint_steps', 'process_alive',
+           'lock_owner', 'stale_lock', 'folder_lock']
 
 # %% ../nbs/04_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -118,9 +121,10 @@ def list_checkpoints(run_dir:Path) -> list[int]:
     return sorted(int(p.name[5:]) for p in done if _recorded_step(p) == int(p.name[5:]))   # a renamed copy is none
 
 # %% ../nbs/04_checkpoints.ipynb #5901df6f
-def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
-    "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; prune old ones."
+def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, state:dict, keep:int|None=2) -> Path:
+    "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; keep the newest `keep`."
     from safetensors.torch import save_file
+    keep = check_int(keep, 'keep', 1, allow_none=True)            # None: a series, nothing pruned
     ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
     model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
     list_checkpoints(run_dir)                                  # a linked checkpoints/ is refused before any write
@@ -138,7 +142,8 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
                                         "complete checkpoint is kept") from None
         raise
     shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
-    for old in list_checkpoints(run_dir)[:-keep]: shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
+    for old in list_checkpoints(run_dir)[:-keep] if keep else []:
+        shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
     return final
 
 # %% ../nbs/04_checkpoints.ipynb #2d58f4b1
@@ -175,6 +180,48 @@ def latest_good_checkpoint(run_dir:Path) -> dict|None:
         except (OSError, ValueError, SafetensorError, RecursionError) as e:
             warnings.warn(f"checkpoint step-{step} of {run_dir} cannot be used ({e}); trying the one before")
     return None
+
+# %% ../nbs/04_checkpoints.ipynb #86bf47d7
+def checkpoint_state(run_dir:Path, step:int) -> dict:
+    "The state checkpoint `step` records (step, tokens, position, ...), without its checksums or its tensors."
+    f = Path(run_dir) / 'checkpoints' / f'step-{step}' / 'state.json'
+    try: state = json.loads(f.read_text()) if plain_file(f) else None
+    except (OSError, ValueError, RecursionError): state = None
+    if not isinstance(state, dict) or state.get('step') != step:
+        raise ValueError(f"{f} is not the readable state of a step-{step} checkpoint")
+    return {k: v for k, v in state.items() if k != 'sha256'}
+
+# %% ../nbs/04_checkpoints.ipynb #594cf3de
+_CHECKPOINT_FILES = frozenset(_VERIFIED + ('state.json',))
+
+def foreign_checkpoint_entries(ckpts:Path) -> list[str]:
+    "Entries of checkpoints/ that a run does not write: other names, symlinks, other files in a step folder."
+    out = []
+    for d in sorted(ckpts.iterdir()):
+        if d.name.startswith('.write-test-') and plain_file(d): continue   # `claim`'s, cut short
+        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
+            out.append(d.name); continue
+        if d.name.endswith('.tmp'): continue                   # a write a kill -9 cut short: whatever it holds is ours
+        out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
+                if not plain_file(f) or f.name not in _CHECKPOINT_FILES]
+    return out
+
+# %% ../nbs/04_checkpoints.ipynb #14964045
+CHECKPOINT_SCHEDULES = ('every', 'log')
+
+def checkpoint_due(step:int, steps:int, every:int, schedule:str='every') -> bool:
+    "Checkpoint after step `step` of `steps`? Every `every` and the last; 'log' adds 1, 2, 4, ... below `every`."
+    check_choice(schedule, 'schedule', CHECKPOINT_SCHEDULES)
+    if step < 1: return False
+    if step == steps or step % every == 0: return True
+    return schedule == 'log' and step < every and step & (step - 1) == 0       # a power of two
+
+def checkpoint_steps(steps:int, every:int, schedule:str='every') -> list[int]:
+    "The steps a run of `steps` optimiser steps checkpoints at under `schedule`, ascending."
+    steps, every = check_int(steps, 'steps', 1), check_int(every, 'every', 1)
+    schedule = check_choice(schedule, 'schedule', CHECKPOINT_SCHEDULES)
+    early = [1 << i for i in range(every.bit_length())] if schedule == 'log' else []      # powers of two
+    return sorted({s for s in early if s < every and s <= steps} | set(range(every, steps + 1, every)) | {steps})
 
 # %% ../nbs/04_checkpoints.ipynb #8518cb77
 def process_alive(pid:int) -> bool:

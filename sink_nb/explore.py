@@ -19,13 +19,14 @@ from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int, renamed_attributes
 from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
+from .checkpoints import checkpoint_state
 from .runs import Run
 
 __getattr__ = renamed_attributes('sink_nb.explore', pattern_from_model='sink_nb.hf.pattern_from_model')
 
 # %% auto #0
 __all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'SinkExplorer', 'runs_frame',
-           'runs_chart', 'RunExplorer', 'compare_frame', 'compare']
+           'runs_chart', 'CheckpointGrid', 'RunExplorer', 'compare_frame', 'compare']
 
 # %% ../nbs/17_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
@@ -406,12 +407,16 @@ def _labels(runs:list[Run]) -> list[str]:
         if len(set(labels)) == len(labels): return labels
     return [str(r.path) for r in runs]
 
-def runs_frame(run_dirs) -> pd.DataFrame:   # run folders (or one)
-    "Long table of the runs' evaluations: run, step, tokens, metric ('loss', 'val_loss', 'Sink_k', 'Sink*'), value."
+def _runs(run_dirs) -> dict[str, Run]:
+    "The runs of one folder or several, each once, by label."
     one = isinstance(run_dirs, (str, Path, Run))
     runs = list(dict.fromkeys(Run(d) for d in ([run_dirs] if one else run_dirs)))
+    return dict(zip(_labels(runs), runs))
+
+def runs_frame(run_dirs) -> pd.DataFrame:   # run folders (or one)
+    "Long table of the runs' evaluations: run, step, tokens, metric ('loss', 'val_loss', 'Sink_k', 'Sink*'), value."
     rows = []
-    for run, label in zip(runs, _labels(runs)):
+    for label, run in _runs(run_dirs).items():
         if not run.has_log: raise ValueError(f"`run_dirs`: {run.path} has no evaluations logged; pass folders written "
                                              "by train()")
         for e in run.metrics():
@@ -439,12 +444,80 @@ def runs_chart(
         tooltip=['run:N', f'{x}:Q', alt.Tooltip('value:Q', format='.2f')]).properties(**size, title=sink)
     return alt.hconcat(loss, rate)
 
+# %% ../nbs/17_explore.ipynb #a61131a7
+def _checkpoint_result(run:Run, step:int) -> tuple[SinkResult, int|None]:
+    "Checkpoint `step` measured on the run's own probe (`Run.result`), and the training tokens it had seen."
+    return run.result(step), checkpoint_state(run.path, step).get('tokens')
+
+# %% ../nbs/17_explore.ipynb #4ade1399
+def _steps_note(label:str|None, steps:list) -> str:
+    "What the step slider has of a run, in words."
+    if label is None: return 'no run selected'
+    if len(steps) < 2:
+        have = f'one checkpoint (step {steps[0]})' if steps else 'no checkpoint'
+        return f"{label} has {have}: nothing to step through (checkpoint_schedule='log' keeps a series)"
+    return f'{label}: {len(steps)} checkpoints, steps {steps[0]} to {steps[-1]}'
+
+def _checkpoint_view(res:SinkResult, tokens, label:str, step:int, eps:float) -> tuple[tuple, str]:
+    "The α_1 grid of a checkpoint's result and a title naming the run, the step, the tokens seen and the data."
+    seen = f'{tokens:,} tokens' if isinstance(tokens, int) else 'tokens not recorded'
+    title = f"{label}, step {step} ({seen}): α_1 per head on the run's probe ({res.N} sequences), dots > ε={eps:g}"
+    return _grid(res.alpha[..., res.n_slots].mean(0), eps), title
+
+# %% ../nbs/17_explore.ipynb #be9a12c8
+class CheckpointGrid(W.VBox):
+    "A step slider over one run's checkpoints, and the α grid of the model at the chosen step."
+    def __init__(self, run=None, label:str|None=None, offline:bool=True):
+        super().__init__()
+        if offline: alt.JupyterChart.enable_offline()
+        self.step = W.SelectionSlider(options=[('none', -1)], description='checkpoint', continuous_update=False)
+        self.note, self.run, self.label, self.measured = W.HTML(), None, None, {}   # (folder, step): (result, tokens)
+        self._quiet, self.chart = False, alt.JupyterChart(_chart(_note('no run')), embed_options=_EMBED)
+        self.step.observe(lambda _: self._quiet or self.refresh(), 'value')
+        self.children = [W.HBox([self.step, self.note]), self.chart]
+        self.show(run, label)
+
+    def show(self, run, label:str|None=None):
+        "Step through the checkpoints of `run` (None: no run), from its last; with fewer than two, disabled and said."
+        self.run = None if run is None else Run(run)
+        self.label = label or (self.run.name if self.run else None)
+        steps = self.run.checkpoints if self.run else []
+        self._quiet = True                                     # one redraw, not one per option change
+        try: self.step.options, self.step.value = steps or [('none', -1)], (steps or [-1])[-1]
+        finally: self._quiet = False
+        self.step.disabled, self.note.value = len(steps) < 2, _steps_note(self.label, steps)
+        self.refresh()
+
+    def parts(self) -> tuple[tuple, str]:
+        "The α grid at the slider's step and its title; a note when there is nothing to measure."
+        step = self.step.value
+        if self.run is None or step < 0: return _note(self.note.value), ''
+        try:
+            if (self.run.path, step) not in self.measured:
+                self.measured[self.run.path, step] = _checkpoint_result(self.run, step)
+            return _checkpoint_view(*self.measured[self.run.path, step], self.label, step, self.run.config.train.eps)
+        except (OSError, ValueError) as e: return _note(f'{self.label}, step {step}: not measured ({e})'[:300]), ''
+
+    def refresh(self): self.chart.spec = _spec(*self.parts())
+
+# %% ../nbs/17_explore.ipynb #08d3e104
+@patch
+def view(self:CheckpointGrid) -> alt.TopLevelMixin:
+    "The α grid at the slider's step, as a plain chart."
+    return _chart(*self.parts())
+
+@patch
+def _repr_mimebundle_(self:CheckpointGrid, **kwargs):
+    data = super(CheckpointGrid, self)._repr_mimebundle_(**kwargs) or {}
+    return data | {'image/svg+xml': to_svg(self.view())}
+
 # %% ../nbs/17_explore.ipynb #b1815ff2
 class RunExplorer(W.VBox):
-    "Loss and Sink_k versus step for one or several training runs overlaid."
+    "Loss and Sink_k versus step for training runs overlaid, and a step slider over the first selected run's α grids."
     def __init__(self, run_dirs, offline:bool=True):
         super().__init__()
-        self.frame = runs_frame(run_dirs)
+        self.folders = _runs(run_dirs)                                     # label: Run
+        self.frame = runs_frame(list(self.folders.values()))
         if self.frame.empty: raise ValueError("`run_dirs` hold no evaluations yet (their logs are empty)")
         if offline: alt.JupyterChart.enable_offline()
         names, sinks = sorted(set(self.frame.run)), sorted(set(self.frame.metric) - {'loss', 'val_loss'})
@@ -453,16 +526,29 @@ class RunExplorer(W.VBox):
         self.x = W.ToggleButtons(options=['step', 'tokens'], description='x')
         self.chart = alt.JupyterChart(self.view(), embed_options=_EMBED)
         for c in (self.runs, self.sink, self.x): c.observe(lambda _: setattr(self.chart, 'chart', self.view()), 'value')
-        self.children = [W.HBox([self.runs, W.VBox([self.sink, self.x])]), self.chart]
+        self.checkpoint = CheckpointGrid(self.folders[names[0]], names[0], offline=False)
+        self.runs.observe(self._follow, 'value')
+        self.children = [W.HBox([self.runs, W.VBox([self.sink, self.x])]), self.chart, self.checkpoint]
 
     def view(self) -> alt.HConcatChart:
         "The chart for the current controls."
         f = self.frame[self.frame.run.isin(self.runs.value)]
         return runs_chart(f, self.sink.value, self.x.value) if len(f) else _chart(_note('no run selected'))
 
+    def _follow(self, change=None):
+        "The step slider follows the first selected run."
+        label = self.runs.value[0] if self.runs.value else None
+        if label != self.checkpoint.label: self.checkpoint.show(self.folders.get(label), label)
+
+    def static(self) -> alt.VConcatChart:
+        "The curves above the α grid at the slider's step, as one chart for static output."
+        (grid, _, data), title = self.checkpoint.parts()
+        both = alt.vconcat(self.view(), grid.properties(title=title)).resolve_scale(color='independent')
+        return both.properties(datasets=data) if data else both
+
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs) or {}
-        return data | {'image/svg+xml': to_svg(self.view())}
+        return data | {'image/svg+xml': to_svg(self.static())}
 
 # %% ../nbs/17_explore.ipynb #91cef958
 def compare_frame(

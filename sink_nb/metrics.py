@@ -20,8 +20,9 @@ from .checks import check_choice, check_eps, check_finite, check_int, check_tens
 
 # %% auto #0
 __all__ = ['METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk',
-           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile', 'SinkMeter',
-           'cache_importance', 'activation_stats', 'SinkResult']
+           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile',
+           'induction_probe', 'diagonal_chance', 'head_scores', 'head_scores_from_pattern', 'representation_entropy',
+           'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats', 'SinkResult']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
 def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
@@ -205,6 +206,113 @@ def head_profile(
     share = share / (T - near) if T > near else torch.full_like(share, math.nan)
     return dict(out_norm=(out_norm / T).reshape(B, Hkv * G), near_share=share.reshape(B, Hkv * G, near))
 
+# %% ../nbs/02_metrics.ipynb #6297a87a
+def induction_probe(
+    n:int,                    # sequences
+    half:int,                 # random tokens per copy
+    vocab_size:int,           # ids are drawn from 0..vocab_size-1 ...
+    exclude=(),               # ... except these (special tokens)
+    prefix=(),                # ids before the first copy (a BOS)
+    seed:int=0,
+) -> tuple[Tensor, dict[str, tuple[int, int]]]:   # ids (n, len(prefix) + 2 half); {name: (offset, first query)}
+    "Random tokens repeated twice (distinct within a copy when the vocabulary allows), and the diagonals of the scores."
+    n, half, vocab_size = check_int(n, 'n', 1), check_int(half, 'half', 2), check_int(vocab_size, 'vocab_size', 2)
+    allowed = torch.tensor(sorted(set(range(vocab_size)) - set(exclude) - set(prefix)), dtype=torch.long)
+    if len(allowed) < 2: raise ValueError(f"`vocab_size`={vocab_size} leaves fewer than 2 ids after `exclude`")
+    g = torch.Generator().manual_seed(seed)
+    if half <= len(allowed):      # distinct within a copy: each query's previous occurrence is unique
+        body = allowed[torch.stack([torch.randperm(len(allowed), generator=g)[:half] for _ in range(n)])]
+    else: body = allowed[torch.randint(len(allowed), (n, half), generator=g)]
+    p = len(prefix)
+    ids = torch.cat([torch.tensor(list(prefix), dtype=torch.long).expand(n, p), body, body], 1)
+    return ids, dict(induction=(half - 1, p + half), previous_token=(1, 1))
+
+def diagonal_chance(T:int, first:int, n_slots:int=0) -> float:
+    "The score of a head that spreads each causal row evenly: mean over queries i ≥ `first` of 1 / (i + 1 + n_slots)."
+    return sum(1 / (i + 1 + n_slots) for i in range(first, T)) / (T - first)
+
+# %% ../nbs/02_metrics.ipynb #b5dafd40
+def _check_diagonals(diagonals:dict|None, T:int) -> dict[str, tuple[int, int]]:
+    out = {}
+    for name, d in (diagonals or {}).items():
+        ok = isinstance(d, (tuple, list)) and len(d) == 2 and all(isinstance(x, int) for x in d)
+        if not ok or not 1 <= d[0] <= d[1] < T:
+            raise ValueError(f"`diagonals[{name!r}]` must be (offset, first query), 1 <= offset <= first < T = {T}; "
+                             f"got {d!r}")
+        out[name] = tuple(d)
+    return out
+
+def _diagonal_share(p:Tensor, rows:Tensor, offset:int, first:int, j0:int, n_slots:int) -> Tensor:
+    "Σ over query rows ≥ `first` of p[row, key row - offset] (keys from j0, after the slots), (..., ) per head."
+    j = rows - offset
+    use = (rows >= first) & (j >= j0)
+    at = p.gather(-1, (n_slots + j - j0).clamp(0, p.shape[-1] - 1)[:, None].expand(*p.shape[:-1], 1)).squeeze(-1)
+    return (at * use).sum(-1)
+
+# %% ../nbs/02_metrics.ipynb #19e215ea
+@torch.no_grad()
+def head_scores(
+    q:Tensor, k:Tensor,           # (B, H, T, d_h) and (B, H_kv, T, d_h) after RoPE
+    diagonals:dict|None=None,     # {name: (offset, first query)}: mean share on that diagonal (`induction_probe`)
+    zeros:bool=False,             # also the share of exactly-zero weights among visible keys
+    op:str='softmax',             # a key of attention.ATTENTION_OPS
+    chunk:int|None=None,          # query rows per block; None picks it from a memory budget
+    **kwargs,                     # normalize, window, prefix, causal, scale; slot_k, sink_logit, ... (`QK`)
+) -> dict[str, Tensor]:           # {name: (B, H)}, and 'zero_share' (B, H)
+    "Per head, streamed: the attention share on each diagonal, and the share of exact zeros in the model's weights."
+    rows = QK(q, k, AttentionSpec.pop_from(op, kwargs), **kwargs)
+    B, Hkv, G, T, _ = rows.q.shape
+    n, spec, diagonals = rows.n_slots, rows.spec, _check_diagonals(diagonals, T)
+    chunk = check_int(chunk, 'chunk', 1, allow_none=True) or auto_chunk(B, Hkv * G, T)
+    sums, zero, seen = {name: rows.q.new_zeros(B, Hkv, G) for name in diagonals}, 0, 0
+    for i0 in range(0, T, chunk):
+        i1 = min(T, i0 + chunk)
+        j0, j1 = key_range(i0, i1, T, spec.causal, spec.window, spec.prefix)
+        w = rows.weights(i0, i1, j0, j1)                                                 # (B, Hkv, G, c, n + j1 - j0)
+        p = w.abs() / w.abs().sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+        for name, (offset, first) in diagonals.items():
+            sums[name] += _diagonal_share(p, torch.arange(i0, i1, device=w.device), offset, first, j0, n)
+        if zeros:
+            vis = rows.visible_keys(i0, i1, j0, j1).expand(w.shape)
+            zero, seen = zero + ((w == 0) & vis).sum((-1, -2)), seen + vis.sum((-1, -2))
+    out = {name: (s / (T - diagonals[name][1])).reshape(B, Hkv * G) for name, s in sums.items()}
+    return out | (dict(zero_share=(zero / seen).float().reshape(B, Hkv * G)) if zeros else {})
+
+# %% ../nbs/02_metrics.ipynb #ef2ae903
+def head_scores_from_pattern(
+    pattern:Tensor,               # the model's weights (B, H, T, n_slots + T)
+    diagonals:dict|None=None,     # as `head_scores`
+    zeros:bool=False,
+    causal:bool=True,             # keys after the query are not counted as zeros
+    window:int|None=None,         # nor keys out of a sliding window
+) -> dict[str, Tensor]:
+    "`head_scores` from full attention weights (an eager pass)."
+    check_tensor(pattern, 'pattern', ranks=(4,))
+    T = pattern.shape[-2]; n = pattern.shape[-1] - T
+    w = pattern.float(); diagonals = _check_diagonals(diagonals, T)
+    p = w.abs() / w.abs().sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+    i = torch.arange(T, device=w.device)
+    out = {name: _diagonal_share(p, i, o, f, 0, n) / (T - f) for name, (o, f) in diagonals.items()}
+    if zeros:
+        vis = torch.ones(T, T, dtype=torch.bool, device=w.device)
+        if causal: vis = (i[:, None] >= i[None]) & (i[:, None] - i[None] < (window or T))
+        vis = torch.cat([vis.new_ones(T, n), vis], -1)
+        out['zero_share'] = ((w == 0) & vis).sum((-1, -2)) / vis.sum()
+    return out
+
+# %% ../nbs/02_metrics.ipynb #a63a5012
+def representation_entropy(hidden:Tensor) -> Tensor:   # (..., T, d) -> (...), float64
+    "Matrix entropy −Σ λ log λ (nats) of the eigenvalues of HHᵀ / tr(HHᵀ) of each sequence's hidden states H (T, d)."
+    s2 = torch.linalg.svdvals(check_tensor(hidden, 'hidden', ranks=(2, 3, 4)).double()) ** 2   # eigenvalues of HHᵀ
+    lam = s2 / s2.sum(-1, keepdim=True)
+    return -torch.special.xlogy(lam, lam).sum(-1)
+
+def first_token_norm_ratio(norms:Tensor) -> Tensor:   # (..., T) norms -> (...)
+    "‖h_1‖ / median over t > 1 of ‖h_t‖: the massive activation, robust to a few other large tokens."
+    if norms.ndim < 1 or norms.shape[-1] < 2:
+        raise ValueError(f"`norms` needs at least 2 positions on its last dimension, got shape {tuple(norms.shape)}")
+    return norms[..., 0] / norms[..., 1:].median(-1).values
+
 # %% ../nbs/02_metrics.ipynb #03483caa
 _HOOK = re.compile(r'blocks\.(\d+)\.(attn\.hook_(?:q|k|v|z|pattern)|hook_resid_(?:pre|post))$')
 
@@ -220,17 +328,24 @@ class SinkMeter:
     def __init__(self,
                  alpha_options:Callable[[int], dict]|None=None,  # layer -> `importance_from_qk` options of that layer
                  compute_alpha:bool=True,         # compute α (needs hook_q and hook_k, or hook_pattern)
-                 activations:bool=False):         # hidden, key and value norms, cos(q_t, k_1)
+                 activations:bool=False,          # hidden, key and value norms, cos(q_t, k_1)
+                 diagonals:dict|None=None,        # {name: (offset, first query)}: per-head scores (`head_scores`)
+                 zeros:bool=False,                # per-head share of exactly-zero weights
+                 entropy:bool=False):             # representation entropy of the residual stream
         self.alpha_options = alpha_options or (lambda layer: {})
         self.compute_alpha, self.activations = compute_alpha, activations
-        self.alpha, self.stats, self._q, self._held = {}, {}, {}, {}
+        self.diagonals, self.zeros, self.entropy = dict(diagonals or {}), zeros, entropy
+        self.alpha, self.stats, self._q, self._held, self._scored = {}, {}, {}, {}, set()
 
     def wants(self, name:str) -> bool:
         "Does the meter read the hook point `name`?"
         p = _parse_hook(name)
         if p is None: return False
         if p[1] in ('attn.hook_q', 'attn.hook_k'): return True
-        return (p[1] == 'attn.hook_pattern' and self.compute_alpha) or self.activations
+        pattern = p[1] == 'attn.hook_pattern' and (self.compute_alpha or self.scores_heads)
+        return pattern or self.activations or (self.entropy and p[1].startswith('hook_resid'))
+
+    scores_heads = property(lambda self: bool(self.diagonals) or self.zeros)
 
 # %% ../nbs/02_metrics.ipynb #e52d5623
 @patch
@@ -242,14 +357,17 @@ def __call__(self:SinkMeter, name:str, x:Tensor, **options):
     x = x.detach()
     if what == 'attn.hook_q': self._q[layer] = x
     elif what == 'attn.hook_k': self._qk(layer, self._q.pop(layer), x, options)
-    elif what == 'attn.hook_pattern' and self.compute_alpha and layer not in self.alpha:
-        self.alpha[layer] = importance(x.float(), causal=options.get('causal', True),
-                                       n_slots=x.shape[-1] - x.shape[-2]).cpu()
-    elif self.activations: self._activation(layer, what, x)
+    elif what == 'attn.hook_pattern': self._pattern(layer, x, options)
+    else:
+        if self.activations: self._activation(layer, what, x)
+        if self.entropy and what.startswith('hook_resid'): self._entropy(layer, what, x)
 
 @patch
 def _qk(self:SinkMeter, layer:int, q:Tensor, k:Tensor, options:dict):
     if self.compute_alpha: self.alpha[layer] = importance_from_qk(q, k, **(self.alpha_options(layer) | options)).cpu()
+    own = {n: o for n, o in (self.alpha_options(layer) | options).items() if n != 'proxy'}   # the model's weights
+    if self.scores_heads:
+        self._keep(layer, **head_scores(q, k, self.diagonals, self.zeros, **own)); self._scored.add(layer)
     if self.activations:
         self._held[layer] = (q, k, self.alpha_options(layer) | options)                        # for head_profile with v
         cos, norm = query_key_alignment(q, k)
@@ -278,6 +396,22 @@ def _values(self:SinkMeter, layer:int, v:Tensor):
 @patch
 def _keep(self:SinkMeter, layer:int, **values):
     for name, v in values.items(): self.stats.setdefault(name, {})[layer] = v.cpu()
+
+# %% ../nbs/02_metrics.ipynb #927653ea
+@patch
+def _pattern(self:SinkMeter, layer:int, x:Tensor, options:dict):
+    "α and head scores from full weights, for the layers whose q and k did not come first."
+    causal = options.get('causal', True)
+    if self.compute_alpha and layer not in self.alpha:
+        self.alpha[layer] = importance(x.float(), causal=causal, n_slots=x.shape[-1] - x.shape[-2]).cpu()
+    if self.scores_heads and layer not in self._scored:
+        self._keep(layer, **head_scores_from_pattern(x, self.diagonals, self.zeros, causal, options.get('window')))
+        self._scored.add(layer)
+
+@patch
+def _entropy(self:SinkMeter, layer:int, what:str, x:Tensor):
+    if what == 'hook_resid_pre' and layer == 0: self._keep(0, entropy=representation_entropy(x))
+    elif what == 'hook_resid_post': self._keep(layer + 1, entropy=representation_entropy(x))
 
 # %% ../nbs/02_metrics.ipynb #d1c401d6
 def _stack(per_layer:dict, what:str, first:int=0) -> Tensor:

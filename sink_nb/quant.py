@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from .checks import check_choice, check_int
 from .hf import run_with_cache
+from .metrics import first_token_norm_ratio
 from .model import SinkLM, n_positions
 
 # %% auto #0
@@ -173,7 +174,7 @@ def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
         run_with_cache(model, ids, names_filter=wanted)
     norms = [cache[n].float().norm(dim=-1) for n in sorted(cache, key=lambda n: int(n.split('.')[1]))]   # (B, T) each
-    return torch.stack([(h[:, 0] / h[:, 1:].median(-1).values).mean() for h in norms]).cpu()
+    return torch.stack([first_token_norm_ratio(h).mean() for h in norms]).cpu()
 
 # %% ../nbs/14_quant.ipynb #02483a65
 def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 'token'), keep_first=(0, 1),

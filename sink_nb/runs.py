@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
-import errno, hashlib, json, os, re, shutil, socket, warnings
+import errno, hashlib, json, os, shutil, socket, warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -14,8 +14,9 @@ from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checkpoints import (folder_lock, is_disk_full, latest_good_checkpoint, list_checkpoints, load_checkpoint,
-                                 load_tree, lock_owner, plain_file, save_tree, stale_lock)
+from .checkpoints import (folder_lock, foreign_checkpoint_entries, is_disk_full, latest_good_checkpoint,
+                                 list_checkpoints, load_checkpoint, load_tree, lock_owner, plain_file, save_tree,
+                                 stale_lock)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields, check_float, check_int)
@@ -61,7 +62,8 @@ class TrainConfig:
     compile:bool = False                # torch.compile the model
     parallel:Literal['ddp', 'fsdp'] = 'ddp'             # under torchrun: DDP or FSDP2
     checkpoint_every:PositiveInt = 500
-    keep_checkpoints:PositiveInt = 2
+    checkpoint_schedule:Literal['every', 'log'] = 'every'   # 'log': also at steps 1, 2, 4, ... below it; all kept
+    keep_checkpoints:PositiveInt = 2    # the newest kept, under checkpoint_schedule 'every'
     out_dir:str = 'runs/run'
     resume:bool = False                 # continue the run in out_dir from its last good checkpoint
     overwrite:bool = False              # delete the run in out_dir (only what sink_nb wrote) and start again
@@ -176,6 +178,8 @@ def config(self:Run) -> RunConfig:
     except (TypeError, ValueError) as e: raise ValueError(f"{self.path / self.CONFIG}: {e}") from None
 
 # %% ../nbs/05_runs.ipynb #6027e2f3
+_ADDED = {'train.checkpoint_schedule': 'every'}   # settings newer than some runs, at the value those runs had
+
 def flat_settings(config:dict, without=()) -> dict:
     "{'model': {...}, 'train': {...}} as flat settings ('model.n_layer': 2, ...), but runtime-only ones and `without`."
     return {f'{section}.{k}': v for section in ('model', 'train') for k, v in config[section].items()
@@ -190,7 +194,8 @@ def settings(self:Run, without=()) -> dict:
 @patch
 def fingerprint(self:Run, without=()) -> str:
     "12 hex digits of `settings(without)`: equal for two runs of the same settings, different after any change."
-    return hashlib.sha256(json.dumps(self.settings(without), sort_keys=True, default=str).encode()).hexdigest()[:12]
+    s = {k: v for k, v in self.settings(without).items() if k not in _ADDED or v != _ADDED[k]}    # as runs before them
+    return hashlib.sha256(json.dumps(s, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 # %% ../nbs/05_runs.ipynb #a64fa4f0
 class Evaluation(NamedTuple):
@@ -286,7 +291,7 @@ def settings_at(self:Run, step:int) -> dict:
 
 def _differences(a:dict, b:dict) -> str:
     "The first settings that differ, 'key: a -> b', each side as JSON stores it (a tuple is a list)."
-    a, b = (json.loads(json.dumps(d, sort_keys=True, default=str)) for d in (a, b))
+    a, b = (_ADDED | json.loads(json.dumps(d, sort_keys=True, default=str)) for d in (a, b))   # _ADDED: when missing
     return ', '.join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(k for k in a.keys() | b.keys()
                                                                           if a.get(k) != b.get(k))[:4])
 
@@ -453,21 +458,6 @@ def summary(self:Run) -> dict|None:
     fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
     return s if fresh else None
 
-# %% ../nbs/05_runs.ipynb #9f9174e4
-_CHECKPOINT_FILES = frozenset({'model.safetensors', 'optimizer.safetensors', 'rng.safetensors', 'state.json'})
-
-def _foreign_checkpoint_entries(ckpts:Path) -> list[str]:
-    "Entries of checkpoints/ that a run does not write: other names, symlinks, other files in a step folder."
-    out = []
-    for d in sorted(ckpts.iterdir()):
-        if d.name.startswith('.write-test-') and plain_file(d): continue   # `claim`'s, cut short
-        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
-            out.append(d.name); continue
-        if d.name.endswith('.tmp'): continue                   # a write a kill -9 cut short: whatever it holds is ours
-        out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
-                if not plain_file(f) or f.name not in _CHECKPOINT_FILES]
-    return out
-
 # %% ../nbs/05_runs.ipynb #0633abac
 @patch
 def _contents(self:Run) -> list[str]:
@@ -484,7 +474,7 @@ def foreign(self:Run) -> list[str]:
     ours = written | {f'.{n}.tmp' for n in written} | {self.LOCK, self.MANIFEST, f'{self.MANIFEST}.tmp'}
     for p in sorted(self.path.iterdir()) if self.path.is_dir() else []:
         if p.is_symlink() or p.name not in ours: out.append(p.name)
-        elif p.name == self.CHECKPOINTS: out += [f'{p.name}/{q}' for q in _foreign_checkpoint_entries(p)]
+        elif p.name == self.CHECKPOINTS: out += [f'{p.name}/{q}' for q in foreign_checkpoint_entries(p)]
         elif p.name == self.TENSORBOARD:
             out += [f'{p.name}/{q.name}' for q in p.iterdir() if q.is_symlink() or not q.name.startswith('events.')]
         elif p.is_dir(): out.append(f'{p.name}/')
@@ -508,7 +498,7 @@ def _check_resumable(self:Run):
     "A run goes on only in files of its own: no links in it, nothing foreign in checkpoints/ (old steps are pruned)."
     ckpts = self.path / self.CHECKPOINTS
     own = ckpts.is_dir() and not ckpts.is_symlink()
-    odd = [f'{self.CHECKPOINTS}/{e}' for e in _foreign_checkpoint_entries(ckpts)] if own else []
+    odd = [f'{self.CHECKPOINTS}/{e}' for e in foreign_checkpoint_entries(ckpts)] if own else []
     if bad := [p.name for p in sorted(self.path.iterdir()) if p.is_symlink() and p.name != self.LOCK] + odd:
         raise FileExistsError(f"resuming {self.path} would read or delete through {', '.join(bad[:5])}, which the run "
                               "did not write: move them away, or replace a link with what it points to")
@@ -576,8 +566,9 @@ def status(self:Run) -> str:
 def changes(self:Run, config:dict) -> dict:
     "{field: [saved, new]} for each setting of `config` ({section: {field: value}}) that differs from the saved run's."
     saved = self._raw_config()
-    return {k: [saved[section].get(k), v] for section, values in config.items() if isinstance(values, dict)
-            for k, v in values.items() if k not in RUNTIME_ONLY and saved.get(section, {}).get(k, v) != v}
+    old = lambda section, k, v: saved.get(section, {}).get(k, _ADDED.get(f'{section}.{k}', v))   # newer than the run
+    return {k: [old(section, k, v), v] for section, values in config.items() if isinstance(values, dict)
+            for k, v in values.items() if k not in RUNTIME_ONLY and old(section, k, v) != v}
 
 @patch
 def check_resume(self:Run, config:dict, allowed=()) -> dict:
@@ -623,8 +614,8 @@ def begin(self:Run, config:dict, step:int=0, changes:dict|None=None):
 
 # %% ../nbs/05_runs.ipynb #6eae7589
 @patch
-def save_checkpoint(self:Run, step:int, model_state:dict, optim_state:dict, state:dict, keep:int=2) -> Path:
-    "Write checkpoint `step` (atomically, with checksums), stamped with the run's settings; keep the newest `keep`."
+def save_checkpoint(self:Run, step:int, model_state:dict, optim_state:dict, state:dict, keep:int|None=2) -> Path:
+    "Write checkpoint `step` atomically, with checksums, stamped with the run's settings; prune to `keep` (None: all)."
     self._record(self.CHECKPOINTS)
     return write_checkpoint(self.path, step, model_state, optim_state, state | dict(settings=self.settings()), keep)
 

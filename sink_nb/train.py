@@ -20,7 +20,7 @@ from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .model import SinkConfig, SinkLM, measure_model
-from .checkpoints import set_rng_state
+from .checkpoints import checkpoint_due, set_rng_state
 from .runs import EvalSet, Run, TrainConfig, flat_settings
 
 # %% auto #0
@@ -306,7 +306,8 @@ def _checkpoint(run:_TrainState, cfg:TrainConfig):
     states = _full_states(run.model, run.wrapped, run.optimizer, cfg, run.dist)
     state = dict(step=run.step, position=run.position, tokens=run.tokens, running=run.running,
                  elapsed=round(time.perf_counter() - run.started, 3))
-    if run.dist.main: run.folder.save_checkpoint(run.step, *states, state, cfg.keep_checkpoints)
+    keep = cfg.keep_checkpoints if cfg.checkpoint_schedule == 'every' else None      # a series is kept whole
+    if run.dist.main: run.folder.save_checkpoint(run.step, *states, state, keep)
 
 # %% ../nbs/10_train.ipynb #273097eb
 def _progress(cfg:TrainConfig, step:int):
@@ -392,7 +393,7 @@ def _loop(run:_TrainState, data:RunData, evals:EvalSet, model_cfg:SinkConfig, cf
             _guard(run, loss)                                                    # before anything is logged or saved
             run.running.append(loss)
             _progress_step(bar, run.step, cfg.steps, loss, seen / (time.perf_counter() - t0))
-            if run.step % cfg.checkpoint_every == 0 or run.step == cfg.steps: _checkpoint(run, cfg)
+            if checkpoint_due(run.step, cfg.steps, cfg.checkpoint_every, cfg.checkpoint_schedule): _checkpoint(run, cfg)
     finally:
         if hasattr(bar, 'close'): bar.close()                                      # 'lines': nothing to close
 
