@@ -26,7 +26,7 @@ __all__ = ['FORMATION_STATS', 'ARCHITECTURE', 'CHART_STATS', 'meter_batches', 'h
            'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
            'run_probes', 'hf_probes', 'load_point', 'Trajectory', 'trajectory', 'check_thresholds']
 
-# %% ../nbs/18_trajectory.ipynb #a508f2ec
+# %% ../nbs/18_trajectory.ipynb #de43f56d
 def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
     "α (N, L, H, n_slots + T) and the meter's statistics of `ids` batch by batch: a SinkLM by its hooks, else by `hf`."
     alphas, stats, device = [], {}, next(model.parameters()).device
@@ -43,7 +43,7 @@ def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **mete
         for name, v in s.items(): stats.setdefault(name, []).append(v)
     return (torch.cat(alphas) if alphas else None), {name: torch.cat(v) for name, v in stats.items()}
 
-# %% ../nbs/18_trajectory.ipynb #0a4055ca
+# %% ../nbs/18_trajectory.ipynb #4c0fffde
 FORMATION_STATS = {   # name -> (what it is, onset direction, default threshold, y range of its chart)
     'sink1': ('Sink_1 at ε (%): heads whose first token gets α ≥ ε', 'above', 10.0, (0, 100)),
     'first_share_worst': ('α of the first token, mean over heads, in the layer where it is largest', 'above', 0.3,
@@ -60,13 +60,13 @@ def _strongest(scores:Tensor) -> tuple[float, str]:
     i = int(scores.flatten().argmax())
     return round(scores.flatten()[i].item(), 4), f'L{i // scores.shape[1]}H{i % scores.shape[1]}'
 
-# %% ../nbs/18_trajectory.ipynb #aee6f1ad
+# %% ../nbs/18_trajectory.ipynb #ceae2f53
 def hidden_size(model) -> int:
     "Width of the residual stream of a SinkLM or a transformers model."
     if isinstance(model, SinkLM): return model.config.n_embd
     return model.config.get_text_config().hidden_size
 
-# %% ../nbs/18_trajectory.ipynb #e39e0280
+# %% ../nbs/18_trajectory.ipynb #d292d2ec
 def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict, eps:float=0.3,
                     batch_size:int=16, route:str='auto') -> dict:
     "Sink, circuit, massive-activation and entropy statistics of one model: scalars and their per-layer arrays."
@@ -92,7 +92,7 @@ def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict
                 layers=dict(first_share=first.tolist(), norm_ratio=ratio.tolist(), entropy=entropy.tolist(),
                             induction=ind.amax(-1).tolist(), previous_token=prev.amax(-1).tolist()))
 
-# %% ../nbs/18_trajectory.ipynb #1c40ea70
+# %% ../nbs/18_trajectory.ipynb #a69ed19e
 @dataclass(frozen=True)
 class Checkpoint:
     "One point of a series: where it is and how far into training."
@@ -102,7 +102,7 @@ class Checkpoint:
     tokens:int|None = None        # tokens seen, when known
     revision:str|None = None      # the hub branch, tag or commit
 
-# %% ../nbs/18_trajectory.ipynb #098aae44
+# %% ../nbs/18_trajectory.ipynb #af068329
 _STEP = re.compile(r'step[-_]?(\d+)', re.I)
 _TOKENS = re.compile(r'tokens?[-_]?(\d+(?:\.\d+)?)([KMBT])\b', re.I)
 _SCALE = dict(K=10 ** 3, M=10 ** 6, B=10 ** 9, T=10 ** 12)
@@ -115,7 +115,7 @@ def parse_progress(name:str, tokens_per_step:int|None=None) -> tuple[int|None, i
     if seen is None and step is not None and tokens_per_step: seen = step * tokens_per_step
     return step, seen
 
-# %% ../nbs/18_trajectory.ipynb #40382c3e
+# %% ../nbs/18_trajectory.ipynb #afd8e72d
 def series_points(sources:list[str], revisions:list[str], tokens_per_step:int|None) -> tuple[list[Checkpoint], str]:
     "The checkpoints `sources` name, and how an error names them."
     if runs := [s for s in sources if Run(s).is_run]:
@@ -131,7 +131,7 @@ def series_points(sources:list[str], revisions:list[str], tokens_per_step:int|No
     return ([Checkpoint(Path(s).name or s, s, *parse_progress(Path(s).name, tokens_per_step)) for s in sources],
             f"the sources {sources}")
 
-# %% ../nbs/18_trajectory.ipynb #8b40f29f
+# %% ../nbs/18_trajectory.ipynb #9e695656
 def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) -> list[Checkpoint]:
     "The checkpoints of one run folder, of one hub id (or folder) at several revisions, or of several model folders."
     sources = [str(sources)] if isinstance(sources, (str, Path)) else [str(s) for s in sources or []]
@@ -145,13 +145,13 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
         raise ValueError(f"{what} names a checkpoint twice")
     return sorted(points, key=lambda p: p.step) if all(p.step is not None for p in points) else points
 
-# %% ../nbs/18_trajectory.ipynb #546d1329
+# %% ../nbs/18_trajectory.ipynb #00ec2093
 def model_source(point:Checkpoint) -> ModelSource:
     "The `from_pretrained` arguments of a transformers checkpoint, its revision included."
     given, src, kw = resolve_model(point.source)
     return ModelSource(point.label, src, kw | ({'revision': point.revision} if point.revision else {}))
 
-# %% ../nbs/18_trajectory.ipynb #96cf4517
+# %% ../nbs/18_trajectory.ipynb #1949352d
 ARCHITECTURE = ('model_type', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'hidden_size',
                 'vocab_size')
 
@@ -174,7 +174,7 @@ def check_one_architecture(points:list[Checkpoint]) -> list[dict]:
                              "follows one model through training")
     return found
 
-# %% ../nbs/18_trajectory.ipynb #2564f913
+# %% ../nbs/18_trajectory.ipynb #64b3b02e
 @dataclass
 class Probes:
     "What every checkpoint of a series is measured on."
@@ -184,15 +184,17 @@ class Probes:
     info:dict                     # how they were drawn
 
 def run_probes(run:Run, T:int|None, n:int, seed:int) -> Probes:
-    "The run's own probe (its first `n` rows, cut to `T`) and repeated random tokens of its vocabulary."
+    "The run's own probe (first `n` rows, cut to `T`); repeated random tokens of those its validation data holds."
     evals = run.eval_set()
     T = check_int(T, 'T', 4, evals.probe.shape[1], allow_none=True) or evals.probe.shape[1]
-    text, half = evals.probe[:n, :T], T // 2
-    ids, diagonals = induction_probe(len(text), half, run.config.model.vocab_size, seed=seed)
-    return Probes(text, ids, diagonals, dict(text=f"the run's probe ({evals.info.get('probe', 'rows')})", T=T,
-                                             n=len(text), induction=dict(half=half, seed=seed)))
+    text, half, vocab = evals.probe[:n, :T], T // 2, run.config.model.vocab_size
+    unseen = sorted(set(range(vocab)) - set(evals.val.unique().tolist()))       # random, but of the run's own data
+    ids, diagonals = induction_probe(len(text), half, vocab, unseen, seed=seed)
+    info = dict(text=f"the run's probe ({evals.info.get('probe', 'rows')})", T=T, n=len(text),
+                induction=dict(half=half, seed=seed, ids=vocab - len(unseen)))
+    return Probes(text, ids, diagonals, info)
 
-# %% ../nbs/18_trajectory.ipynb #fca4056e
+# %% ../nbs/18_trajectory.ipynb #8bf82638
 def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
     "Natural text through the tokenizer (the built-in passages unless `texts`) and repeated random ids after its BOS."
     if tokenizer is None:
@@ -205,7 +207,7 @@ def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
     ids, diagonals = induction_probe(len(text), half, vocab, tokenizer.all_special_ids, info['bos'], seed)
     return Probes(text, ids, diagonals, info | dict(T=T, induction=dict(half=half, seed=seed)))
 
-# %% ../nbs/18_trajectory.ipynb #cd9de801
+# %% ../nbs/18_trajectory.ipynb #925562ca
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
     "The model of one checkpoint, the tokens it had seen, and its tokenizer (None for a run's SinkLM)."
     run = Run(point.source)
@@ -216,7 +218,7 @@ def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|N
     model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
     return model, point.tokens, tokenizer
 
-# %% ../nbs/18_trajectory.ipynb #1e5fd7f8
+# %% ../nbs/18_trajectory.ipynb #a56190bb
 @dataclass
 class Trajectory:
     "Statistics of a checkpoint series: one row per checkpoint, each naming its source, step and tokens seen."
@@ -253,7 +255,7 @@ def trajectory(
         points[0].source if revisions else Path(points[0].source).resolve().parent.name
     return Trajectory(rows, dict(model=name, kind=kind, architecture=architecture, eps=eps, probe=probes.info))
 
-# %% ../nbs/18_trajectory.ipynb #8580483d
+# %% ../nbs/18_trajectory.ipynb #359702d6
 def check_thresholds(thresholds) -> dict[str, float]:
     "{statistic: threshold}, every name one of FORMATION_STATS, every value a number; the defaults for the rest."
     thresholds = dict(thresholds or {})
@@ -267,7 +269,7 @@ def check_thresholds(thresholds) -> dict[str, float]:
 def _past(value:float, direction:str, threshold:float) -> bool:
     return value >= threshold if direction == 'above' else value <= threshold
 
-# %% ../nbs/18_trajectory.ipynb #785cee52
+# %% ../nbs/18_trajectory.ipynb #baf4f477
 @patch
 def onsets(self:Trajectory, thresholds=None) -> list[dict]:
     "Per statistic: the first checkpoint past its threshold (None if none is; `at_start` if the first already is)."
@@ -280,7 +282,7 @@ def onsets(self:Trajectory, thresholds=None) -> list[dict]:
                         first=self.rows[0][name], last=self.rows[-1][name]))
     return out
 
-# %% ../nbs/18_trajectory.ipynb #4083f703
+# %% ../nbs/18_trajectory.ipynb #66316d18
 @patch
 def frame(self:Trajectory) -> 'pd.DataFrame':
     "One row per checkpoint: label, step, tokens and the scalar statistics (per-layer arrays left out)."
@@ -295,7 +297,7 @@ def x_axis(self:Trajectory) -> tuple[str, list]:
         if all(x is not None for x in xs): return key, xs
     return 'checkpoint', list(range(1, len(self.rows) + 1))
 
-# %% ../nbs/18_trajectory.ipynb #070b7b15
+# %% ../nbs/18_trajectory.ipynb #c1da9937
 CHART_STATS = ('sink1', 'induction_max', 'norm_ratio_max', 'entropy_ratio_min', 'previous_max', 'zero_share')
 
 @patch
@@ -316,7 +318,7 @@ def chart(self:Trajectory, stats=CHART_STATS, per_row:int=3) -> str:
                    for j, p in enumerate(parts))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="900" height="{280 * len(parts)}">' + body + '</svg>')
 
-# %% ../nbs/18_trajectory.ipynb #4bf68f5d
+# %% ../nbs/18_trajectory.ipynb #c8baee8b
 @patch
 def to_json(self:Trajectory, thresholds=None) -> dict:
     "Everything: what was measured on what, every row with its per-layer arrays, and the onsets."
