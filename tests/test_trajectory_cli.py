@@ -88,9 +88,12 @@ def test_hub_revisions_offline(llamas, tmp_path):
     (('{root}/step-100', '{root}/deeper'), 'mixed architectures'),
     (('{root}/step-100',), 'at least two checkpoints'),
     (('{root}/step-100', '{root}/step-2000', '--threshold', 'sink=3'), 'allowed'),
+    (('{root}/step-100', '--revisions', 'step1', 'step2'), 'has no revisions'),   # a folder's revision is ignored
+    (('{root}/step-100', '{root}/step-2000', '--T', '200'), 'past the 128 positions'),
 ])
 def test_refusals_are_one_clear_line(llamas, args, says):
-    out = run('trajectory', *[a.format(root=llamas) for a in args], '--T', '32', '--n', '4',
+    extra = [] if '--T' in args else ['--T', '32']
+    out = run('trajectory', *[a.format(root=llamas) for a in args], *extra, '--n', '4',
               HF_HUB_CACHE=str(llamas / 'hub'))
     assert out.returncode != 0 and says in out.stderr, out.stderr
     assert 'Traceback' not in out.stderr
