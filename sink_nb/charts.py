@@ -39,7 +39,8 @@ def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tu
         t, u = lo + (hi - lo) * i / 4, a + (b - a) * i / 4
         out.append(f'<line x1="{X(a):.1f}" x2="{X(b):.1f}" y1="{Y(t):.1f}" y2="{Y(t):.1f}" stroke="#ddd"/>'
                    f'<text x="{X(a) - 6:.1f}" y="{Y(t) + 4:.1f}" text-anchor="end">{t:.3g}</text>'
-                   f'<text x="{X(u):.1f}" y="{height - pad_b + 16}" text-anchor="middle">{_tick(u, xlog)}</text>')
+                   f'<text x="{X(u):.1f}" y="{height - pad_b + 16}" text-anchor="{"end" if i == 4 else "middle"}">'
+                   f'{_tick(u, xlog)}</text>')                                   # the last ends at the panel's edge
     out.append(f'<text x="{x0 + 14}" y="{(top + height - pad_b) / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 {x0 + 14} {(top + height - pad_b) / 2:.1f})">{ylabel}</text>')
     out.append(f'<text x="{X((a + b) / 2):.1f}" y="{height - 8}" text-anchor="middle">'

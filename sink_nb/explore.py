@@ -108,7 +108,7 @@ def _note(text:str) -> tuple:
 _LABEL_COLOURS = dict(zip(HEAD_LABELS, ('#d62728', '#9467bd', '#2ca02c', '#c7c7c7')))
 
 @lru_cache(maxsize=32)
-def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True) -> tuple:
+def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True, dotted:bool=True) -> tuple:
     x = alt.X('head:O', scale=alt.Scale(domain=list(range(H))), axis=alt.Axis(labelOverlap=True))
     y = alt.Y('layer:O', scale=alt.Scale(domain=list(range(L))), axis=alt.Axis(labelOverlap=True))
     base = alt.Chart(_named('grid', 'layer', 'head', 'alpha', 'sink')).encode(x=x, y=y)
@@ -121,7 +121,7 @@ def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True
     dots = base.transform_filter('datum.sink == 1').mark_circle(color='white', size=cell * 1.5, opacity=0.9)
     outline = alt.Chart(_named('grid_selected', 'layer', 'head')).mark_rect(
         fill=None, stroke='black' if labels else 'red', strokeWidth=2).encode(x=x, y=y)
-    layers = (rect,) + (() if labels else (dots,)) + ((outline,) if outlined else ())   # an empty layer draws nothing
+    layers = (rect,) + ((dots,) if dotted and not labels else ()) + ((outline,) if outlined else ())   # none empty
     return _frozen(alt.layer(*layers).properties(width=cell * H, height=cell * L))
 
 # %% ../nbs/17_explore.ipynb #efcd56b7
@@ -138,7 +138,7 @@ def _grid(alpha, eps:float=0.3, selected:tuple|None=None, cell:int|None=None, la
     data = {'grid': _csv(**cols)}
     if selected: data['grid_selected'] = _csv(layer=[selected[0]], head=[selected[1]])
     cell = cell or max(6, min(28, 320 // max(L, H)))
-    return _grid_template(L, H, cell, labels is not None, selected is not None) + (data,)
+    return _grid_template(L, H, cell, labels is not None, selected is not None, bool(cols['sink'].any())) + (data,)
 
 # %% ../nbs/17_explore.ipynb #e3e9a91a
 def grid_chart(
