@@ -504,10 +504,11 @@ def measure_ids(
     activations:bool=False,       # also the activation statistics (as `measure`)
     route:str='auto',             # as `run_with_hooks`
     progress:bool=False,          # tqdm bar over batches
-) -> tuple[Tensor, dict, str, str]:    # α (N, L, H, T), statistics, the route taken, why
+    **meter_options,              # more `SinkMeter` options: compute_alpha, diagonals, zeros, entropy
+) -> tuple[Tensor|None, dict, str, str]:    # α (N, L, H, T) (None without compute_alpha), statistics, route, why
     "α (N, L, H, T) and statistics of the probe `ids`, batch by batch through a SinkMeter; the route taken and why."
     batch_size, route = check_int(batch_size, 'batch_size', 1), check_route(route)
-    new_meter = lambda: SinkMeter(activations=activations)
+    new_meter = lambda: SinkMeter(activations=activations, **meter_options)
     alphas, stats, used, wants = [], {}, None, new_meter().wants
     for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
         p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, route, base=True)
@@ -519,7 +520,7 @@ def measure_ids(
     if activations and used[0] == 'eager':
         warnings.warn("eager attention hands over no q, k, v: k_norm, v_norm, qk1_cos and qk1_norm are unavailable",
                       stacklevel=3)
-    return torch.cat(alphas), {name: torch.cat(v) for name, v in stats.items()}, *used
+    return (torch.cat(alphas) if alphas[0] is not None else None), {n: torch.cat(v) for n, v in stats.items()}, *used
 
 # %% ../nbs/11_hf.ipynb #57afb47d
 def _check_texts(texts):
@@ -527,7 +528,7 @@ def _check_texts(texts):
     if texts is not None and not isinstance(texts, str) and hasattr(texts, '__len__') and len(texts) == 0:
         raise ValueError("`texts` is empty: pass at least one text, or None for the built-in passages")
 
-def _probe(kind:str, T:int, n:int, tok, config, **kwargs) -> tuple[Tensor, dict]:
+def model_probe(kind:str, T:int, n:int, tok, config, **kwargs) -> tuple[Tensor, dict]:
     "The probe's ids (N, T) and what was done; fewer samples than `n` is said aloud and recorded as `n_found`."
     c = config.get_text_config()
     sizes = [s for s in (getattr(c, 'vocab_size', None), len(tok) if tok is not None else None) if s]
@@ -583,7 +584,7 @@ def measure(
     t0, config = time.perf_counter(), _config(model_or_id)                # config first: positions, vocabulary, BOS
     _check_length(config, T, allow_longer)
     tok = _tokenizer(tokenizer, model_or_id)
-    ids, info = _probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
+    ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
     alpha, stats, route, reason = measure_ids(model, ids, batch_size, activations, route, progress)

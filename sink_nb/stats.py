@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .checks import check_int, renamed_attributes
 from .metrics import SinkResult
 from .quant import quantised
 from .model import SinkConfig, SinkLM, measure_model, n_positions
-from .stream import check_stream_args, kept
+from .stream import check_stream_args, recomputed_nll
 from .runs import EvalSet, Evaluation, Run, TrainConfig
 from .train import RunData, eval_set, evaluate, train
 from .run_configs import load_run_config
@@ -117,12 +116,7 @@ def _token_rows(ids) -> torch.Tensor:
 def eviction_nll(model:SinkLM, ids:torch.Tensor, policy:str, window:int=16, sinks:int=4) -> torch.Tensor:
     "NLL (N, T - 1) of sequences `ids` (N, T) under `policy` (`stream.POLICIES`): row i is `stream_nll` of ids[i]."
     check_stream_args(policy, window, sinks, _token_rows(ids).shape[1], n_positions(model))
-    dense = F.cross_entropy(model(ids)[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction='none')
-    out = dense.clone()
-    for t in range(ids.shape[1] - 1):
-        if len(keep := kept(t, policy, window, sinks)) <= t:          # a token evicted: only then another pass
-            out[:, t] = F.cross_entropy(model(ids[:, keep])[:, -1].float(), ids[:, t + 1], reduction='none')
-    return out
+    return recomputed_nll(model, ids, policy, window, sinks)                   # a SinkLM keeps no KV cache
 
 # %% ../nbs/15_stats.ipynb #05c7b80c
 def eviction_columns(cache:int=16, sinks:int=4) -> dict[str, tuple[str, int, int]]:

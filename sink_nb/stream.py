@@ -15,8 +15,9 @@ from .checks import check_choice, check_int
 from .model import n_positions
 
 # %% auto #0
-__all__ = ['POLICIES', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_cache', 'stream_nll', 'check_study_args',
-           'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids', 'load_causal_lm']
+__all__ = ['POLICIES', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_cache', 'recomputed_nll', 'stream_nll',
+           'check_study_args', 'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids',
+           'load_causal_lm']
 
 # %% ../nbs/13_stream.ipynb #de76243a
 POLICIES = ('dense', 'window', 'sinks', 'recompute')
@@ -96,20 +97,32 @@ def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positio
     return out
 
 # %% ../nbs/13_stream.ipynb #11d08440
+def _batch_logits(model, rows:Tensor) -> Tensor:
+    "Logits (N, T, V) of sequences (N, T): a SinkLM returns them, a transformers model in `.logits`."
+    out = model(rows)
+    return out if isinstance(out, Tensor) else out.logits
+
 def _logits_of(model, ids:Tensor) -> Tensor:
-    "Logits (T, V) of one sequence: a SinkLM returns them, a transformers model in `.logits`."
-    out = model(ids[None])
-    return (out if isinstance(out, Tensor) else out.logits)[0]
+    "Logits (T, V) of one sequence."
+    return _batch_logits(model, ids[None])[0]
 
 # %% ../nbs/13_stream.ipynb #511334d6
 @torch.no_grad()
-def _stream_recomputed(model, ids:Tensor, policy:str, window:int, sinks:int, progress:bool=False,
-                       every:int=1) -> Tensor:
-    "Each prediction from a fresh forward pass over the kept tokens, at positions 0.. (cache positions)."
-    out = torch.full((len(ids) - 1,), float('nan'))                  # NaN where `every` skips a position
-    for t in _steps(len(ids) - 1, f'{policy} (recomputed)', progress, every):
-        out[t] = _nll(_logits_of(model, ids[kept(t, policy, window, sinks)])[-1], ids[t + 1])
-    return out
+def recomputed_nll(model, ids:Tensor, policy:str, window:int, sinks:int=4, progress:bool=False,
+                   every:int=1) -> Tensor:
+    "Each prediction from a fresh pass over the kept tokens, at positions 0..: NLL (T-1,) or (N, T-1) of ids."
+    if not isinstance(ids, Tensor) or ids.ndim not in (1, 2) or ids.is_floating_point():
+        raise ValueError(f"`ids` must be token ids (T,) or (N, T), got {getattr(ids, 'shape', type(ids).__name__)}")
+    rows = ids if ids.ndim == 2 else ids[None]
+    check_stream_args(policy, window, sinks, rows.shape[1], n_positions(model))
+    dense = F.cross_entropy(_batch_logits(model, rows)[:, :-1].float().transpose(1, 2), rows[:, 1:], reduction='none')
+    out = torch.full((len(rows), rows.shape[1] - 1), float('nan'))    # NaN where `every` skips a position
+    for t in _steps(rows.shape[1] - 1, f'{policy} (recomputed)', progress, every):
+        keep = kept(t, policy, window, sinks)
+        if len(keep) > t: out[:, t] = dense[:, t].cpu(); continue     # nothing evicted yet: the dense prediction
+        logits = _batch_logits(model, rows[:, keep])[:, -1]
+        out[:, t] = F.cross_entropy(logits.float(), rows[:, t + 1], reduction='none').cpu()
+    return out if ids.ndim == 2 else out[0]
 
 # %% ../nbs/13_stream.ipynb #5e4f69e5
 def _length(ids) -> int:
@@ -126,7 +139,7 @@ def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=
     check_stream_args(policy, window, sinks, _length(ids), n_positions(model))
     if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
     if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
-        return _stream_recomputed(model, ids, policy, window, sinks, progress)
+        return recomputed_nll(model, ids, policy, window, sinks, progress)
     return _stream_cached(model, ids, policy, window, sinks, positions, progress)
 
 # %% ../nbs/13_stream.ipynb #410b2fd6
@@ -165,7 +178,7 @@ def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=POLICI
     policies = check_study_args(_length(ids), window, sinks, policies, every, positions, n_positions(model))
     out = {}
     for p in policies:
-        if p == 'recompute' and every > 1: out[p] = _stream_recomputed(model, ids, p, window, sinks, progress, every)
+        if p == 'recompute' and every > 1: out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)
         else: out[p] = stream_nll(model, ids, p, window, sinks, positions, progress).detach().cpu()
     return out
 
