@@ -19,12 +19,15 @@ from .attention import QK, AttentionSpec, auto_chunk, key_range
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, renamed_args
 
 # %% auto #0
-__all__ = ['METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk', 'planted_sink_qk',
-           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile',
-           'induction_probe', 'diagonal_chance', 'head_scores', 'head_scores_from_pattern', 'representation_entropy',
-           'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats', 'SinkResult']
+__all__ = ['DIVISORS', 'METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk',
+           'planted_sink_qk', 'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment',
+           'head_profile', 'induction_probe', 'diagonal_chance', 'head_scores', 'head_scores_from_pattern',
+           'representation_entropy', 'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats',
+           'SinkResult']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
+DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
+
 def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
     "Padding mask (T,) or (N, T), True = real token, as a float tensor broadcastable to `lead + (T,)`."
     if mask is None: return None
@@ -35,23 +38,40 @@ def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
     raise ValueError(f"`mask` must be a bool tensor of shape (T,) = ({T},) or (N, T) = ({lead[0] if lead else 'N'}, "
                      f"{T}), got {shape}")
 
-def _normalise_columns(colsum:Tensor, T:int, n_slots:int, causal:bool, valid:Tensor|None) -> Tensor:
-    "Column sums divided by how many (valid) queries see each key; slots count the reference's extra query row."
+def _queries_seeing(valid:Tensor, window:int|None, prefix:int) -> Tensor:
+    "(..., T): how many valid queries i see key j under the causal mask, a window of `window` keys and a prefix."
+    T = valid.shape[-1]
+    before = F.pad(valid.cumsum(-1), (1, 0))                                        # (..., T + 1): Σ_{i<k} valid_i
+    j = torch.arange(T, device=valid.device)
+    last = (j + window).clamp(max=T) if window is not None else torch.full_like(j, T)     # queries j .. last - 1
+    seen = before[..., last] - before[..., :T]
+    return torch.where(j < prefix, before[..., T:], seen)                        # a prefix key: every query sees it
+
+def _normalise_columns(colsum:Tensor, T:int, n_slots:int, causal:bool, valid:Tensor|None,
+                       divisor:str='reference', window:int|None=None, prefix:int=0) -> Tensor:
+    "Column sums divided by T - j (the reference; slots count its extra query row) or by the queries that see the key."
     if valid is None: valid = colsum.new_ones(T)
     n_queries = valid.sum(-1, keepdim=True)                                              # (..., 1)
-    seen = valid.flip(-1).cumsum(-1).flip(-1) if causal else n_queries.expand_as(valid)  # (..., T): T - j, unpadded
-    slots = (colsum[..., :n_slots] + 1) / (n_queries + 1)                                # (1 + Σ A_i*) / (T + 1)
+    if not causal: seen = n_queries.expand_as(valid)                                     # an encoder: every query
+    elif check_choice(divisor, 'divisor', DIVISORS) == 'visible': seen = _queries_seeing(valid, window, prefix)
+    else: seen = valid.flip(-1).cumsum(-1).flip(-1)                                      # (..., T): T - j, unpadded
+    if divisor == 'visible': slots = colsum[..., :n_slots] / n_queries.clamp_min(1)      # Σ A_i* / T
+    else: slots = (colsum[..., :n_slots] + 1) / (n_queries + 1)                          # (1 + Σ A_i*) / (T + 1)
     real = torch.where(valid > 0, colsum[..., n_slots:] / seen.clamp_min(1), 0.)
     return torch.cat([slots.expand(*real.shape[:-1], n_slots), real], -1)
 
+
 # %% ../nbs/02_metrics.ipynb #3b6c38e6
 def importance(
-    attn:Tensor,            # attention weights (..., T, n_slots + T); queries on dim -2, keys on dim -1
-    causal:bool=True,       # causal LM (divide by T-j) or encoder (mean over all queries)
-    mask:Tensor|None=None,  # padding mask (T,) or (N, T), True = real token
-    n_slots:int=0,          # virtual keys (key bias, sink logit) at key indices 0..n_slots-1, seen by every query
-) -> Tensor:                # α, shape (..., n_slots + T)
-    "Importance score α of every key: column sums over the queries that see it, divided by their number."
+    attn:Tensor,               # attention weights (..., T, n_slots + T); queries on dim -2, keys on dim -1
+    causal:bool=True,          # causal LM (divide by T-j) or encoder (mean over all queries)
+    mask:Tensor|None=None,     # padding mask (T,) or (N, T), True = real token
+    n_slots:int=0,             # virtual keys (key bias, sink logit) at key indices 0..n_slots-1, seen by every query
+    divisor:str='reference',   # 'reference': T - j as the paper's code; 'visible': the queries that see the key
+    window:int|None=None,      # the model's sliding window (keys a query sees), for divisor='visible'
+    prefix:int=0,              # the model's prefix-LM length, for divisor='visible'
+) -> Tensor:                   # α, shape (..., n_slots + T)
+    "Importance score α of every key: column sums over the queries that see it, divided by `divisor`."
     check_tensor(attn, 'attn')
     if attn.ndim < 2:
         raise ValueError(f"`attn` must have at least 2 dimensions (..., T, T), got shape {tuple(attn.shape)}")
@@ -63,9 +83,11 @@ def importance(
     if attn.shape[-1] != T + n_slots:
         raise ValueError(f"`attn` must be square in its last two dimensions (plus n_slots={n_slots} key slots): "
                          f"got {T} queries and {attn.shape[-1]} keys; pass n_slots=1 if key 0 is a bias/sink slot")
+    window, prefix = check_int(window, 'window', 1, allow_none=True), check_int(prefix, 'prefix', 0)
     valid = _valid_queries(mask, attn.shape[:-2], T, attn)
     colsum = attn.sum(-2) if valid is None else (valid.unsqueeze(-2) @ attn).squeeze(-2)
-    return _normalise_columns(colsum, T, n_slots, causal, valid)
+    return _normalise_columns(colsum, T, n_slots, causal, valid, divisor, window, prefix)
+
 
 # %% ../nbs/02_metrics.ipynb #e84a65e0
 def _check_alpha(alpha:Tensor) -> Tensor:
@@ -113,6 +135,7 @@ def importance_from_qk(
     op:str='softmax',         # a key of attention.ATTENTION_OPS
     chunk:int|None=None,      # query rows per block; None picks it from a memory budget
     proxy:bool=True,          # the paper's metric proxy (True) or the model's own weights (False)
+    divisor:str='reference',  # 'reference': T - j as the paper's code; 'visible': the queries that see the key
     **kwargs,                 # normalize, window, prefix, causal, scale; slot_k, sink_logit, feature_map, ... (`QK`)
 ) -> Tensor:                  # α, (B, H, n_slots + T), float32 or wider
     "α of every key, streamed from q and k in blocks of query rows: never builds a T×T matrix."
@@ -120,7 +143,8 @@ def importance_from_qk(
     B, Hkv, G, T, _ = rows.q.shape
     valid = None if rows.valid is None else rows.valid[:, None].to(rows.q)
     colsum = _column_sums(rows, chunk).reshape(B, Hkv * G, -1)
-    alpha = _normalise_columns(colsum, T, rows.n_slots, rows.spec.causal, valid)
+    alpha = _normalise_columns(colsum, T, rows.n_slots, rows.spec.causal, valid, divisor, rows.spec.window,
+                               rows.spec.prefix)
     check_finite(alpha, 'alpha (the scores overflowed or produced NaN)')
     if alpha.min() < -1e-6:
         raise ValueError(f"op={rows.spec.op!r} has signed weights with proxy=False; the metric reads "
@@ -331,10 +355,12 @@ class SinkMeter:
                  activations:bool=False,          # hidden, key and value norms, cos(q_t, k_1)
                  diagonals:dict|None=None,        # {name: (offset, first query)}: per-head scores (`head_scores`)
                  zeros:bool=False,                # per-head share of exactly-zero weights
-                 entropy:bool=False):             # representation entropy of the residual stream
+                 entropy:bool=False,              # representation entropy of the residual stream
+                 divisor:str='reference'):        # α's divisor (`importance`): 'reference' or 'visible'
         self.alpha_options = alpha_options or (lambda layer: {})
         self.compute_alpha, self.activations = compute_alpha, activations
         self.diagonals, self.zeros, self.entropy = dict(diagonals or {}), zeros, entropy
+        self.divisor = check_choice(divisor, 'divisor', DIVISORS)
         self.alpha, self.stats, self._q, self._held, self._scored = {}, {}, {}, {}, set()
 
     def wants(self, name:str) -> bool:
@@ -364,7 +390,8 @@ def __call__(self:SinkMeter, name:str, x:Tensor, **options):
 
 @patch
 def _qk(self:SinkMeter, layer:int, q:Tensor, k:Tensor, options:dict):
-    if self.compute_alpha: self.alpha[layer] = importance_from_qk(q, k, **(self.alpha_options(layer) | options)).cpu()
+    if self.compute_alpha:
+        self.alpha[layer] = importance_from_qk(q, k, divisor=self.divisor, **(self.alpha_options(layer) | options)).cpu()
     own = {n: o for n, o in (self.alpha_options(layer) | options).items() if n != 'proxy'}   # the model's weights
     if self.scores_heads:
         self._keep(layer, **head_scores(q, k, self.diagonals, self.zeros, **own)); self._scored.add(layer)
@@ -401,11 +428,13 @@ def _keep(self:SinkMeter, layer:int, **values):
 @patch
 def _pattern(self:SinkMeter, layer:int, x:Tensor, options:dict):
     "α and head scores from full weights, for the layers whose q and k did not come first."
-    causal = options.get('causal', True)
+    options = self.alpha_options(layer) | options
+    causal, window = options.get('causal', True), options.get('window')
     if self.compute_alpha and layer not in self.alpha:
-        self.alpha[layer] = importance(x.float(), causal=causal, n_slots=x.shape[-1] - x.shape[-2]).cpu()
+        self.alpha[layer] = importance(x.float(), causal=causal, n_slots=x.shape[-1] - x.shape[-2], divisor=self.divisor,
+                                       window=window, prefix=options.get('prefix', 0)).cpu()
     if self.scores_heads and layer not in self._scored:
-        self._keep(layer, **head_scores_from_pattern(x, self.diagonals, self.zeros, causal, options.get('window')))
+        self._keep(layer, **head_scores_from_pattern(x, self.diagonals, self.zeros, causal, window))
         self._scored.add(layer)
 
 @patch
@@ -481,13 +510,30 @@ class SinkResult:
 _BY_DIMS = {None: (0, 1, 2), 'sample': (1, 2), 'layer': (0, 2), 'head': (0,)}
 
 @patch
+def alpha_ceiling(self:SinkResult) -> Tensor:
+    "(T,): the largest α each real key can reach; below 1 only under the reference divisor with a sliding window."
+    window, T = self.metadata.get('window'), self.T
+    if not window or self.metadata.get('divisor', 'reference') != 'reference': return torch.ones(T, dtype=torch.float64)
+    after = torch.arange(T + int(bool(self.metadata.get('sink_token'))), 0, -1, dtype=torch.float64)[-T:]  # T - j
+    ceiling = after.clamp(max=window) / after
+    return ceiling.masked_fill(torch.arange(T) < self.metadata.get('prefix', 0), 1.)     # prefix keys: seen by all
+
+def _cannot_vary(ceiling:Tensor, eps:float) -> Tensor:
+    return ceiling <= eps
+
+@patch
 def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> float|Tensor:
     "Sink_k^ε in percent over the real tokens (k from 1); `by` keeps 'sample', 'layer' or 'head' as a dimension."
     check_choice(by, 'by', _BY_DIMS)
-    real = self.alpha[..., self.n_slots:]
-    if by is None: return sink_rate(real, eps, k)
-    rates = 100 * (real > check_eps(eps)).double().mean(_BY_DIMS[by])             # (dim, T); 'head' keeps (L, H, T)
-    return rates if k is None else rates[..., check_int(k, 'k', 1, self.T) - 1]
+    real, fixed = self.alpha[..., self.n_slots:], _cannot_vary(self.alpha_ceiling(), check_eps(eps))
+    if k is not None and fixed[check_int(k, 'k', 1, self.T) - 1]:
+        raise ValueError(f"Sink_{k} at ε = {eps} cannot vary here: with a window of {self.metadata['window']} keys at "
+                         f"T = {self.T} the reference divisor caps α_{k} at {self.alpha_ceiling()[k - 1]:.3g} <= ε; "
+                         "measure with divisor='visible', or with T at most window / ε")
+    rates = sink_rate(real, eps, None) if by is None else 100 * (real > eps).double().mean(_BY_DIMS[by])
+    rates = rates.masked_fill(fixed, math.nan)                                  # (T,), (dim, T) or (L, H, T)
+    return rates if k is None else (rates[..., k - 1].item() if by is None else rates[..., k - 1])
+
 
 # %% ../nbs/02_metrics.ipynb #b6763c8b
 @patch

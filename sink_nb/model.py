@@ -541,9 +541,9 @@ def metric_options(self:SinkLM, layer:int) -> dict:
 
 @torch.no_grad()
 def measure_model(model:SinkLM, idx:Tensor, tokens:list|None=None, name:str|None=None, backend:str|None=None,
-                  activations:bool=True) -> SinkResult:
-    "α, Sink_k and (optionally) activation statistics of `model` on token ids `idx` (B, T), as a SinkResult."
-    meter, training = SinkMeter(model.metric_options, activations=activations), model.training
+                  activations:bool=True, divisor:str='reference') -> SinkResult:
+    "α (divided by `divisor`, `metrics.importance`), Sink_k and activation statistics of `model` on ids `idx` (B, T)."
+    meter, training = SinkMeter(model.metric_options, activations=activations, divisor=divisor), model.training
     model.eval()
     try:
         with model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]): model(idx, backend=backend)
@@ -551,7 +551,9 @@ def measure_model(model:SinkLM, idx:Tensor, tokens:list|None=None, name:str|None
     alpha, stats = meter.result()
     cfg = model.config
     x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)
-    meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1])
+    meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1], divisor=divisor,
+                window=cfg.window, prefix=cfg.prefix,
+                sink_token=cfg.sink_token)
     return SinkResult(alpha, tokens, name or cfg.name, cfg.n_slots, meta, stats)
 
 # %% ../nbs/03_model.ipynb #274d0f66

@@ -56,6 +56,7 @@ class TrainConfig:
     probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
     sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
     eps:OpenUnitFloat = 0.3
+    divisor:Literal['reference', 'visible'] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
     # runtime
     seed:NonNegativeInt = 0
     dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
@@ -431,7 +432,8 @@ def result(self:Run, step:int|None=None) -> SinkResult:
     except (OSError, ValueError, SafetensorError) as e:
         warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again"); saved = None
     if saved is not None and all(saved.metadata.get(k) == v for k, v in stamp.items()): return saved
-    res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False)
+    res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False,
+                        divisor=self.config.train.divisor)
     res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")
     return res
 

@@ -174,7 +174,7 @@ def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autoca
     evals = data if isinstance(data, EvalSet) else eval_set(data, cfg, model.config.vocab_size)
     was = model.training; model.eval()
     losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
-    res = measure_model(model, evals.probe.to(device), activations=False)
+    res = measure_model(model, evals.probe.to(device), activations=False, divisor=cfg.divisor)
     model.train(was)
     rates = res.rate(k=None, eps=cfg.eps)[:cfg.sink_k]
     out = dict(val_loss=float(np.mean(losses)), sink={str(k + 1): round(float(r), 4) for k, r in enumerate(rates)})
@@ -210,6 +210,11 @@ def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
         if T > model_cfg.block_size:
             raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
                              f"{name} or raise block_size")
+    w, T = model_cfg.window, cfg.probe_T
+    if cfg.divisor == 'reference' and w is not None and w / T <= cfg.eps:      # Sink_1 would be 0 by construction
+        raise ValueError(f"the window of {w} keys caps the reference α₁ at {w}/{T} = {w / T:.3g} <= eps={cfg.eps}, so "
+                         f"Sink_1 on probe_T={T} tokens cannot vary: set divisor='visible' (the queries that see the "
+                         f"key) or probe_T <= {int(w / cfg.eps)}")
     for flag in ('tensorboard', 'wandb'):
         if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
             raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
@@ -310,21 +315,26 @@ def _checkpoint(run:_TrainState, cfg:TrainConfig):
     if run.dist.main: run.folder.save_checkpoint(run.step, *states, state, keep)
 
 # %% ../nbs/10_train.ipynb #273097eb
-def _progress(cfg:TrainConfig, step:int):
+class _Lines(str):
+    "Progress as one printed line per evaluation (stderr is not a terminal), each starting with the run's label."
+
+def _progress(cfg:TrainConfig, step:int, label:str=''):
     import sys
     if not cfg.progress: return None
-    if not sys.stderr.isatty(): return 'lines'
+    if not sys.stderr.isatty(): return _Lines(label)
     from tqdm.auto import tqdm
-    return tqdm(total=cfg.steps, initial=step, desc=Path(cfg.out_dir).name, leave=False)
+    return tqdm(total=cfg.steps, initial=step, desc=label or Path(cfg.out_dir).name, leave=False)
 
 def _progress_step(bar, step:int, steps:int, loss:float, tok_s:float):
-    if bar is None or bar == 'lines': return
+    if bar is None or isinstance(bar, _Lines): return
     bar.update(1); bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
 
 def _progress_note(bar, r:dict):
-    if bar == 'lines':
-        print(f"step {r['step']}: val loss {r['val_loss']:.3f}, Sink_1 {r['sink']['1']:.2f}%", flush=True)
+    if isinstance(bar, _Lines):
+        print(f"{bar + ' ' if bar else ''}step {r['step']}: val loss {r['val_loss']:.3f}, Sink_1 {r['sink']['1']:.2f}%",
+              flush=True)
     elif bar is not None: bar.set_postfix(val_loss=f"{r['val_loss']:.3f}", sink1=r['sink']['1'])
+
 
 # %% ../nbs/10_train.ipynb #1443b327
 def _writers(cfg:TrainConfig, folder:Run) -> list[Callable]:
@@ -380,7 +390,8 @@ def _shares(cfg:TrainConfig, dist:Dist) -> tuple[int, int]:
 # %% ../nbs/10_train.ipynb #e432c933
 def _loop(run:_TrainState, data:RunData, evals:EvalSet, model_cfg:SinkConfig, cfg:TrainConfig, share:int, micro:int,
           callbacks:list):
-    writers, bar = (_writers(cfg, run.folder), _progress(cfg, run.step)) if run.dist.main else ([], None)
+    label = f'{model_cfg.name} seed {cfg.seed}'                             # which run a progress line belongs to
+    writers, bar = (_writers(cfg, run.folder), _progress(cfg, run.step, label)) if run.dist.main else ([], None)
     seen, t0 = 0, time.perf_counter()
     try:
         while True:
@@ -395,7 +406,7 @@ def _loop(run:_TrainState, data:RunData, evals:EvalSet, model_cfg:SinkConfig, cf
             _progress_step(bar, run.step, cfg.steps, loss, seen / (time.perf_counter() - t0))
             if checkpoint_due(run.step, cfg.steps, cfg.checkpoint_every, cfg.checkpoint_schedule): _checkpoint(run, cfg)
     finally:
-        if hasattr(bar, 'close'): bar.close()                                      # 'lines': nothing to close
+        if hasattr(bar, 'close'): bar.close()                                      # _Lines: nothing to close
 
 def _finish(run:_TrainState, cfg:TrainConfig):
     "The result and the summary of the finished run, both stamped with its last step."
