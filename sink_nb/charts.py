@@ -51,28 +51,32 @@ def _panel(series:dict, x0:float, width:float, height:float, ylabel:str, ylim:tu
     return out
 
 # %% ../nbs/16_charts.ipynb #c4a7e1d5
-def _legend(names:list[str], width:int, per_row:int) -> list[str]:
+def _legend(names:list[str], width:int, per_row:int, top:int=36) -> list[str]:
     "The legend's SVG elements: centred rows of a colour swatch and a name (cut at 14 characters)."
     out = []
     for i, name in enumerate(names):
         row, n_row = divmod(i, per_row)[0], min(per_row, len(names) - i // per_row * per_row)
-        x, y = width / 2 - 60 * n_row + 120 * (i % per_row), 36 + 18 * row
+        x, y = width / 2 - 60 * n_row + 120 * (i % per_row), top + 18 * row
         out.append(f'<line x1="{x:.0f}" x2="{x + 24:.0f}" y1="{y}" y2="{y}" stroke="{_COLOURS[i % len(_COLOURS)]}" '
                    f'stroke-width="3"/><text x="{x + 30:.0f}" y="{y + 4}">{name[:14]}</text>')
     return out
 
 # %% ../nbs/16_charts.ipynb #b1538918
 def svg_chart(panels:list[dict], title:str='', width:int=760, height:int=320) -> str:
-    "Side-by-side line charts as standalone SVG, one legend; a panel: {'series': {name: [(x, y)]}, 'ylabel', ...}."
+    "Side-by-side line charts as standalone SVG, one legend, a title of one or more lines ('\\n'); panels as below."
     # a panel's keys: 'series', 'ylabel', 'ylim' (the y range), 'xlabel' (default 'step'), 'xlog' (a log10 x axis)
     names = list(dict.fromkeys(n for p in panels for n in p['series']))
+    lines = [l.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;') for l in title.split('\n')]
+    below = 18 * (len(lines) - 1)                                          # a title of several lines pushes all down
+    height += below
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
            'font-size="12">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>']
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    out += [f'<text x="{width / 2}" y="{18 + 18 * k}" text-anchor="middle" font-size="14">{l}</text>'
+            for k, l in enumerate(lines)]
     per_row = max(1, int((width - 20) // 120))
-    out += _legend(names, width, per_row)
-    w, top = width / len(panels), 52 + 18 * ((len(names) - 1) // per_row)
+    out += _legend(names, width, per_row, 36 + below)
+    w, top = width / len(panels), 52 + below + 18 * ((len(names) - 1) // per_row)
     for j, p in enumerate(panels):
         series = {n: p['series'].get(n, []) for n in names}
         out += _panel(series, j * w, w, height, p.get('ylabel', ''), p.get('ylim'), top, p.get('xlabel', 'step'),

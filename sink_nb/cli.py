@@ -14,7 +14,7 @@ from .cli_models import (check_outputs, eps_arg, heads_parser, int_at_least, mea
                                 run_trajectory, save_output, stream_parser, trajectory_parser)
 
 # %% auto #0
-__all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_train', 'run_compare', 'run_mitigations', 'main']
+__all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_train', 'run_compare', 'run_mitigations', 'run_cpu_study', 'main']
 
 # %% ../nbs/20_cli.ipynb #45499051
 DEMO_VARIANTS = {'softmax': 'demo-softmax', 'sigmoid': 'demo-sigmoid'}
@@ -25,13 +25,9 @@ def _cores() -> int:
 
 def _demo_variant(variant:str, out:str, steps:int, seed:int, threads:int, progress:bool) -> str:
     "Train one demo variant with `threads` torch threads; its run directory."
-    import torch
-    torch.set_num_threads(threads)
-    from sink_nb.train import train
-    from sink_nb.run_configs import load_run_config
-    overrides = dict(steps=steps, seed=seed, out_dir=str(Path(out) / variant), progress=progress, overwrite=True,
-                     corpus_args=dict(n=steps * 64 + 256))
-    return str(train(*load_run_config(DEMO_VARIANTS[variant], overrides)[:2]))
+    from sink_nb.stats import train_variant
+    return train_variant(dict(config=DEMO_VARIANTS[variant]), seed, steps, str(Path(out) / variant), threads, progress)
+
 
 # %% ../nbs/20_cli.ipynb #08eba6b5
 def _run_variants(out:Path, steps:int, seed:int, jobs:int, progress:bool) -> dict[str, float]:
@@ -51,25 +47,39 @@ def _timed(fn, *args) -> float:
 
 # %% ../nbs/20_cli.ipynb #7852ce1c
 def _demo_summary(out:Path, seconds:dict) -> dict:
-    "Per variant: final Sink_1, validation and training loss, curves and timing, from the run folders."
+    "Per variant: final, peak (with its step), mean and onset of Sink_1, losses, curves and timing, from the run folders."
     from sink_nb.runs import Run
+    from sink_nb.stats import curve_summary
     summary = {}
     for v in DEMO_VARIANTS:
         run = Run(out / v)
         lines, res = run.metrics(), run.summary
         if res is None: raise RuntimeError(f"the {v} run in {run.path} did not finish: {run.status}")
-        summary[v] = dict(sink_rate=res['sink_rate'], val_loss=res['val_loss'], train_loss=res['loss'],
-                          steps=res['step'], seconds=seconds[v], sink_rate_curve=[(l.step, l.sink[1]) for l in lines],
+        curve = [(l.step, l.sink[1]) for l in lines]
+        over = curve_summary(curve)
+        summary[v] = dict(sink_rate=res['sink_rate'], peak=over['peak'], peak_step=over['peak_step'],
+                          mean=round(over['mean'], 2), onset=over['onset'], val_loss=res['val_loss'],
+                          train_loss=res['loss'], steps=res['step'], seconds=seconds[v], sink_rate_curve=curve,
                           val_loss_curve=[(l.step, l.val_loss) for l in lines], run=str(run.path))
     return summary
 
 def _demo_table(summary:dict) -> str:
-    rows = ['variant  steps  val_loss  sink1_start  sink1_mid  sink1_end  seconds']
+    rows = ['variant  steps  val_loss  final_sink1  peak_sink1  peak_step  mean_sink1  onset>10  seconds']
     for v, s in summary.items():
-        c = s['sink_rate_curve']
-        rows.append(f"{v:<7}  {s['steps']:>5}  {s['val_loss']:>8.2f}  {c[0][1]:>11.2f}  {c[len(c) // 2][1]:>9.2f}  "
-                    f"{s['sink_rate']:>9.2f}  {s['seconds']:>7.1f}")
+        rows.append(f"{v:<7}  {s['steps']:>5}  {s['val_loss']:>8.3f}  {s['sink_rate']:>11.2f}  {s['peak']:>10.2f}  "
+                    f"{s['peak_step']:>9}  {s['mean']:>10.2f}  {s['onset'] if s['onset'] is not None else '-':>8}  "
+                    f"{s['seconds']:>7.1f}")
     return '\n'.join(rows)
+
+def _demo_title(summary:dict, seed:int) -> str:
+    "What each curve shows, in words from its numbers, one line per variant."
+    def said(v, s):
+        if s['peak'] <= 10: return f"{v}: no sink above 10 % (peak {s['peak']:.0f} % at step {s['peak_step']})"
+        if s['sink_rate'] >= 0.75 * s['peak']: return f"{v}: a sink that stays ({s['sink_rate']:.0f} % at step {s['steps']})"
+        return (f"{v}: a transient sink (peak {s['peak']:.0f} % at step {s['peak_step']}, {s['sink_rate']:.0f} % at "
+                f"step {s['steps']})")
+    return '\n'.join([f'Sink_1 on the demo task, seed {seed}'] + [said(v, s) for v, s in summary.items()])
+
 
 # %% ../nbs/20_cli.ipynb #a02a5165
 def run_demo(args) -> dict:
@@ -83,8 +93,9 @@ def run_demo(args) -> dict:
     (out / 'summary.json').write_text(json.dumps(summary, indent=1))
     panels = [dict(series={v: s['sink_rate_curve'] for v, s in summary.items()}, ylabel='Sink_1 (%)', ylim=(0, 100)),
               dict(series={v: s['val_loss_curve'] for v, s in summary.items()}, ylabel='validation loss')]
-    (out / 'sink_rate.svg').write_text(svg_chart(panels, title='A sink emerges with softmax attention, not with '
-                                                               'sigmoid, at the same loss'))
+    title = _demo_title(summary, args.seed)
+    (out / 'sink_rate.svg').write_text(svg_chart(panels, title=title))
+    print('\n'.join(title.splitlines()[1:]))
     print(f"total {time.perf_counter() - t0:.0f} s; wrote {out / 'summary.json'}, {out / 'sink_rate.svg'} and the runs")
     return summary
 
@@ -252,24 +263,26 @@ def run_compare(args) -> list[dict]:
 
 _MITIGATION_REPORTS = ('mitigations.json', 'mitigations.svg', 'mitigations.txt')
 
-def _check_mitigations_out(out:Path):
-    "Refuse an --out holding anything but earlier mitigation runs and reports, before hours of training."
+def _check_runs_out(out:Path, folders, reports, command:str):
+    "Refuse an --out holding anything but this command's earlier runs (FOLDER/seedK) and reports, before any training."
     from sink_nb.runs import Run
-    if out.exists() and not out.is_dir(): raise SystemExit(f"sink-nb mitigations: --out {out} is a file")
-    known = set(_mitigation_names())
+    if out.exists() and not out.is_dir(): raise SystemExit(f"sink-nb {command}: --out {out} is a file")
     for p in sorted(out.iterdir()) if out.is_dir() else []:
-        if p.name in _MITIGATION_REPORTS and p.is_file() and not p.is_symlink(): continue
-        seeds = sorted(p.iterdir()) if p.name in known and p.is_dir() and not p.is_symlink() else None
+        if p.name in reports and p.is_file() and not p.is_symlink(): continue
+        seeds = sorted(p.iterdir()) if p.name in folders and p.is_dir() and not p.is_symlink() else None
         for q in seeds or []:
             if q.is_dir() and not q.is_symlink() and Run(q).is_run and (foreign := Run(q).foreign()):
-                raise SystemExit(f"sink-nb mitigations: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
+                raise SystemExit(f"sink-nb {command}: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
                                  "write; training would replace that run, so move them away first")
         odd = [q for q in seeds or [] if not (q.name.startswith('seed') and q.is_dir() and not q.is_symlink()
                                               and (Run(q).is_run or not any(q.iterdir())))]
         if seeds is None or odd:
             what = p if seeds is None else odd[0]
-            raise SystemExit(f"sink-nb mitigations: --out {out} holds {what}, which is not a mitigation run or report; "
-                             "give an empty folder or one an earlier `sink-nb mitigations` wrote")
+            raise SystemExit(f"sink-nb {command}: --out {out} holds {what}, which is not a run or report of `sink-nb "
+                             f"{command}`; give an empty folder or one an earlier `sink-nb {command}` wrote")
+
+def _check_mitigations_out(out:Path):
+    _check_runs_out(out, set(_mitigation_names()), _MITIGATION_REPORTS, 'mitigations')
 
 def run_mitigations(args) -> list[dict]:
     "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
@@ -288,6 +301,35 @@ def run_mitigations(args) -> list[dict]:
     (args.out / 'mitigations.txt').write_text(f"$ {command}\n# {time.perf_counter() - t0:.0f} s on {_cores()} cores\n"
                                               + table + '\n')
     return rows
+_STUDY_REPORTS = ('study.json', 'study.txt')
+
+def run_cpu_study(args) -> 'Study':
+    "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
+    from sink_nb.stats import CPU_STUDIES, run_study, variant_folder
+    if args.name not in CPU_STUDIES:
+        raise SystemExit(f"sink-nb study: NAME must be one of {list(CPU_STUDIES)}, got {args.name!r}")
+    if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
+        raise SystemExit(f"sink-nb study: --only names no variant of {args.name!r}: {unknown}; its variants: "
+                         f"{list(CPU_STUDIES[args.name])}")
+    out = args.out or Path('runs') / f'study-{args.name}'
+    check_outputs([out], args.json)                                   # not among the runs it trains
+    _check_runs_out(out, {variant_folder(v) for v in CPU_STUDIES[args.name]}, _STUDY_REPORTS, 'study')
+    command = (f"sink-nb study {args.name} --seeds {args.seeds} --jobs {args.jobs} --out {out}"
+               + (f" --steps {args.steps}" if args.steps else '')
+               + (' --only ' + ' '.join(repr(o) for o in args.only) if args.only else '')
+               + (f" --json {args.json}" if args.json else ''))
+    out.mkdir(parents=True, exist_ok=True)
+    try: study = run_study(args.name, out, range(args.seeds), args.only, args.steps, args.jobs, command)
+    except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb study: {e}") from None
+    import pandas as pd
+    with pd.option_context('display.width', 200, 'display.max_columns', 20): table = study.table().to_string()
+    print(table)
+    study.save(out / 'study.json')
+    if args.json: save_output(args.json, (out / 'study.json').read_text())
+    (out / 'study.txt').write_text(f"$ {command}\n# {study.meta['seconds']:.0f} s on {_cores()} cores\n{table}\n")
+    print(f"wrote {out / 'study.json'} and {out / 'study.txt'}" + (f" and {args.json}" if args.json else ''))
+    return study
+
 
 # %% ../nbs/20_cli.ipynb #0483260a
 def _compare_parser(sub):
@@ -320,6 +362,19 @@ def _mitigations_parser(sub):
     m.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once (default 2)')
     m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
                    help=f"a subset: {', '.join(names)}")
+def _study_parser(sub):
+    s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds) and summarise it',
+                       description='Train every variant of a study of stats.CPU_STUDIES (optimization, data, loss, '
+                                   'architecture) for each seed on the demo task; print final, peak, mean and onset of '
+                                   'Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this command).')
+    s.add_argument('name', metavar='NAME', help='optimization, data, loss or architecture')
+    s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant, 0..N-1 (default 5)')
+    s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
+    s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')
+    s.add_argument('--only', nargs='+', metavar='VARIANT', help='a subset of the study\'s variants, by label')
+    s.add_argument('--out', type=path_arg, help='folder for the runs and reports (default runs/study-NAME)')
+    s.add_argument('--json', type=output_file, help='also write the study here')
+
 
 # %% ../nbs/20_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
@@ -328,11 +383,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for add in (_demo_parser, _prepare_parser, _train_parser, measure_parser, _compare_parser,
-                _mitigations_parser, stream_parser, heads_parser, quantize_parser, trajectory_parser): add(sub)
+                _mitigations_parser, _study_parser, stream_parser, heads_parser, quantize_parser,
+                trajectory_parser): add(sub)
     return p
 
 _COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
-             'compare': run_compare, 'mitigations': run_mitigations, 'stream': run_stream,
+             'compare': run_compare, 'mitigations': run_mitigations, 'study': run_cpu_study, 'stream': run_stream,
              'heads': run_heads, 'quantize': run_quantize, 'trajectory': run_trajectory}
 
 def main(argv:list[str]|None=None) -> int:

@@ -27,8 +27,8 @@ __all__ = ['MITIGATIONS', 'QUANT_COLUMNS', 'EVICTION_COLUMNS', 'STAT_COLUMNS', '
            'sink_at', 'curve_summary', 'onset_summary', 'residual_outliers', 'quantisation_cost', 'quantisation_costs',
            'eviction_nll', 'eviction_columns', 'eviction_costs', 'eviction_stats', 'variant_of', 'run_stats',
            'stat_columns', 'summarise', 'stats_table', 'Comparison', 'compare_groups', 'Claims', 'check_rerun',
-           'variant_labels', 'compare_runs', 'paper_row', 'train_variants', 'Study', 'study_record', 'run_study',
-           'train_mitigations']
+           'variant_labels', 'compare_runs', 'paper_row', 'variant_folder', 'train_variant', 'train_variants', 'Study',
+           'study_record', 'run_study', 'train_mitigations']
 
 # %% ../nbs/15_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -422,7 +422,8 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
              'random x1, BOS id at x2': dict(random_tokens=[0, 1], fixed_token=[1, 0]),
              '32k training tokens': dict(max_tokens=32_768)},
     'loss': {'wd=0.1 (demo)': {}, 'wd=0': dict(weight_decay=0.0), 'wd=0.5': dict(weight_decay=0.5),
-             'wd=2': dict(weight_decay=2.0), 'prefix 5': dict(prefix=5), 'prefix 20': dict(prefix=20),
+             'wd=2': dict(weight_decay=2.0), 'wd=5': dict(weight_decay=5.0), 'prefix 5': dict(prefix=5),
+             'prefix 20': dict(prefix=20),
              'window 32': dict(window=32, divisor='visible'), 'window 8': dict(window=8, divisor='visible')},
     'architecture': {'softmax (demo)': {}, 'sigmoid, no norm': dict(config='demo-sigmoid'),
                      'sigmoid + norm': dict(attention='sigmoid', normalize=True), 'key bias': dict(k_bias=True),
@@ -430,19 +431,19 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                      '4 heads': dict(n_head=4)},
 }
 
-def _folder(label:str) -> str:
+def variant_folder(label:str) -> str:
     "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'."
     return re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-') or 'variant'
 
 
 # %% ../nbs/15_stats.ipynb #f564b589
-def _train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int) -> str:
-    "Train one variant with `seed` into `out`, `threads` torch threads; a fresh bigram-backcopy row per step."
+def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int, progress:bool=False) -> str:
+    "Train one variant (overrides; 'config' names the base, default demo-softmax) with `seed` into `out`; its folder."
     torch.set_num_threads(threads)
     settings = dict(overrides); config = settings.pop('config', 'demo-softmax')
     base = load_run_config(config, settings)[1]
     steps = steps or base.steps
-    settings |= dict(steps=steps, seed=seed, out_dir=out, progress=False, overwrite=True,
+    settings |= dict(steps=steps, seed=seed, out_dir=out, progress=progress, overwrite=True,      # a fresh row per step
                      corpus_args=dict(n=steps * base.batch_size + base.val_blocks))
     return str(train(*load_run_config(config, settings)[:2]))
 
@@ -452,16 +453,16 @@ def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int
     seeds = list(seeds)
     if twice := sorted({str(s) for s in seeds if seeds.count(s) > 1}):
         raise ValueError(f"`seeds` lists {', '.join(twice)} more than once: each would be trained and counted twice")
-    folders = {label: _folder(label) for label in variants}
+    folders = {label: variant_folder(label) for label in variants}
     if len(set(folders.values())) < len(folders): raise ValueError(f"two variants share a folder name: {folders}")
     check_int(steps, 'steps', 1, allow_none=True); check_int(jobs, 'jobs', 1)
     tasks = [(label, s) for label in variants for s in seeds]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     threads = torch.get_num_threads() if jobs == 1 else max(1, cores // jobs)    # in-process: the caller's setting
     args = [(variants[l], s, steps, str(Path(out) / folders[l] / f'seed{s}'), threads) for l, s in tasks]
-    if jobs == 1: done = [_train_variant(*a) for a in args]
+    if jobs == 1: done = [train_variant(*a) for a in args]
     else:
-        with mp.get_context('spawn').Pool(jobs) as pool: done = pool.starmap(_train_variant, args)
+        with mp.get_context('spawn').Pool(jobs) as pool: done = pool.starmap(train_variant, args)
     return {task: Path(p) for task, p in zip(tasks, done)}
 
 
