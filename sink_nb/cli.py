@@ -365,9 +365,9 @@ def _mitigations_parser(sub):
 def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds) and summarise it',
                        description='Train every variant of a study of stats.CPU_STUDIES (optimization, data, loss, '
-                                   'architecture) for each seed on the demo task; print final, peak, mean and onset of '
+                                   'architecture, layout) for each seed on the demo task; print final, peak, mean and onset of '
                                    'Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this command).')
-    s.add_argument('name', metavar='NAME', help='optimization, data, loss or architecture')
+    s.add_argument('name', metavar='NAME', help='optimization, data, loss, architecture or layout')
     s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant, 0..N-1 (default 5)')
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
     s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')

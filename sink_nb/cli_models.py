@@ -342,14 +342,16 @@ def threshold_arg(text:str) -> tuple[str, float]:
 
 # %% ../nbs/19_cli_models.ipynb #2507eac2
 def onset_table(onsets:list[dict]) -> str:
-    "One line per statistic: its threshold, the first checkpoint past it ('≤' when the first already is), first → last."
-    lines = [f"{'statistic':<18} {'threshold':>10} {'onset':>16} {'tokens':>14}  first → last"]
+    "Per statistic: threshold, first checkpoint past it ('≤' when the first already is), peak (lowest for 'below') and where, first → last."
+    lines = [f"{'statistic':<18} {'threshold':>10} {'onset':>16} {'tokens':>14} {'peak (lowest: ≤)':>26}  first → last"]
     for o in onsets:
         when = ('≤ ' if o['at_start'] else '') + (o['onset'] or 'not reached')
         bound = ('≥ ' if o['direction'] == 'above' else '≤ ') + f"{o['threshold']:g}"
-        lines.append(f"{o['statistic']:<18} {bound:>10} {when:>16} {o['tokens'] or '-':>14}  "
+        peak = f"{o['peak']:g} at {o['peak_at']}"
+        lines.append(f"{o['statistic']:<18} {bound:>10} {when:>16} {o['tokens'] or '-':>14} {peak:>26}  "
                      f"{o['first']:g} → {o['last']:g}")
     return '\n'.join(lines)
+
 
 # %% ../nbs/19_cli_models.ipynb #45726b7b
 _TABLE = ['label', 'step', 'tokens', 'sink1', 'first_share_worst', 'induction_max', 'previous_max', 'zero_share',

@@ -21,12 +21,13 @@ from .checks import check_choice, check_eps, check_int, renamed_attributes
 from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
 from .checkpoints import checkpoint_state
 from .runs import Run
+from .stats import Study
 
 __getattr__ = renamed_attributes('sink_nb.explore', pattern_from_model='sink_nb.hf.pattern_from_model')
 
 # %% auto #0
 __all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'SinkExplorer', 'runs_frame',
-           'runs_chart', 'CheckpointGrid', 'RunExplorer', 'compare_frame', 'compare']
+           'runs_chart', 'study_chart', 'CheckpointGrid', 'RunExplorer', 'compare_frame', 'compare']
 
 # %% ../nbs/17_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
@@ -443,6 +444,30 @@ def runs_chart(
         x=f'{x}:Q', y=alt.Y('value:Q', title=f'{sink} (%)', scale=alt.Scale(domain=[0, 100])), color=colour,
         tooltip=['run:N', f'{x}:Q', alt.Tooltip('value:Q', format='.2f')]).properties(**size, title=sink)
     return alt.hconcat(loss, rate)
+
+# %% ../nbs/17_explore.ipynb #55038934
+_STAT_TITLES = {'val_loss': 'validation loss', 'sink_star': 'Sink* (%)'}
+
+def study_chart(study:Study, panels:dict|None=None, stat:str='sink1', width:int=260, height:int=190) -> alt.HConcatChart:
+    "Each seed a thin line, the mean over seeds a thick one, a colour per variant; one panel per {title: [variants]}."
+    panels = panels or {study.name: list(study.variants)}
+    if unknown := sorted({v for vs in panels.values() for v in vs} - set(study.variants)):
+        raise ValueError(f"`panels` names no variant of study {study.name!r}: {unknown}")
+    frame = study.frame()
+    check_choice(stat, 'stat', [c for c in frame.columns if c.startswith('sink') or c == 'val_loss'])
+    title = _STAT_TITLES.get(stat, f'Sink_{stat[4:]} (%)')
+    scale = alt.Scale(zero=False) if stat == 'val_loss' else alt.Scale(domain=[0, 100])
+    out = []
+    for name, variants in panels.items():
+        data = frame[frame.variant.isin(variants)][['variant', 'seed', 'step', stat]].dropna()
+        mean = data.groupby(['variant', 'step'], as_index=False)[stat].mean()
+        enc = dict(x=alt.X('step:Q', axis=alt.Axis(tickCount=6)), y=alt.Y(f'{stat}:Q', title=title, scale=scale),
+                   color=alt.Color('variant:N', sort=variants, legend=alt.Legend(orient='bottom', columns=2)))
+        seeds = alt.Chart(_inline(data)).mark_line(opacity=0.35, strokeWidth=1).encode(**enc, detail='seed:N')
+        means = alt.Chart(_inline(mean)).mark_line(strokeWidth=2.5, point=True).encode(**enc)
+        out.append((seeds + means).properties(title=name, width=width, height=height))
+    return alt.hconcat(*out)
+
 
 # %% ../nbs/17_explore.ipynb #a61131a7
 def _checkpoint_result(run:Run, step:int) -> tuple[SinkResult, int|None]:

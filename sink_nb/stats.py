@@ -427,8 +427,13 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
              'window 32': dict(window=32, divisor='visible'), 'window 8': dict(window=8, divisor='visible')},
     'architecture': {'softmax (demo)': {}, 'sigmoid, no norm': dict(config='demo-sigmoid'),
                      'sigmoid + norm': dict(attention='sigmoid', normalize=True), 'key bias': dict(k_bias=True),
-                     'sink token': dict(sink_token=True), '1 head': dict(n_head=1), '2 heads': dict(n_head=2),
-                     '4 heads': dict(n_head=4)},
+                     'sink token': dict(sink_token=True), '1 head': dict(n_head=1, n_kv_head=1),
+                     '2 heads': dict(n_head=2, n_kv_head=2), '4 heads (2 kv)': dict(n_head=4, n_kv_head=2)},
+    'layout': {f'{name}, {op}': dict(layout, **({} if op == 'softmax' else dict(config='demo-sigmoid')))
+               for name, layout in (('8 q / 2 kv heads (demo)', {}), ('8 heads (MHA)', dict(n_kv_head=8)),
+                                    ('8 heads (MHA), d=128', dict(n_kv_head=8, n_embd=128)),
+                                    ('2 layers x 4 heads', dict(n_layer=2, n_head=4, n_kv_head=4)))
+               for op in ('softmax', 'sigmoid')},
 }
 
 def variant_folder(label:str) -> str:
@@ -525,10 +530,11 @@ def table(self:Study, stat:str='sink1', threshold:float=10.0, digits:int=1) -> '
 
 @patch
 def frame(self:Study) -> 'pd.DataFrame':
-    "Every logged evaluation of every run, one row each: variant, seed, step, val_loss, sink1..., sink_star."
+    "Every logged evaluation of every run, one row each: variant, seed, step, val_loss, sink1..., sink_star (slots)."
     import pandas as pd
     return pd.DataFrame([dict(variant=r['variant'], seed=r['seed'], step=e['step'], val_loss=e['val_loss'],
-                              **{f'sink{k}': v for k, v in e['sink'].items()}, sink_star=e.get('sink_star'))
+                              **{f'sink{k}': v for k, v in e['sink'].items()},
+                              **({} if e.get('sink_star') is None else dict(sink_star=e['sink_star'])))
                          for r in self.runs for e in r['curve']])
 
 

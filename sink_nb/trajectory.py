@@ -42,7 +42,7 @@ def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **mete
 
 # %% ../nbs/18_trajectory.ipynb #be0ca544
 FORMATION_STATS = {   # name -> (what it is, onset direction, default threshold, y range of its chart)
-    'sink1': ('Sink_1 at ε (%): heads whose first token gets α ≥ ε', 'above', 10.0, (0, 100)),
+    'sink1': ('Sink_1 at ε (%): heads whose first token gets α > ε', 'above', 10.0, (0, 100)),
     'first_share_worst': ('α of the first token, mean over heads, in the layer where it is largest', 'above', 0.3,
                           (0, 1)),
     'induction_max': ('induction score of the strongest head', 'above', 0.4, (0, 1)),
@@ -275,14 +275,16 @@ def _past(value:float, direction:str, threshold:float) -> bool:
 # %% ../nbs/18_trajectory.ipynb #e30dace5
 @patch
 def onsets(self:Trajectory, thresholds=None) -> list[dict]:
-    "Per statistic: the first checkpoint past its threshold (None if none is; `at_start` if the first already is)."
+    "Per statistic: the first checkpoint past its threshold (None if none is; `at_start` if the first already is), its peak."
     out = []
     for name, t in check_thresholds(thresholds).items():
         direction = FORMATION_STATS[name][1]
         hit = next((r for r in self.rows if _past(r[name], direction, t)), None)
+        pick = max if direction == 'above' else min                       # the peak: the extreme in the onset's direction
+        top = pick(self.rows, key=lambda r: r[name])                      # the first checkpoint reaching it
         out.append(dict(statistic=name, direction=direction, threshold=t, onset=hit and hit['label'],
                         step=hit and hit['step'], tokens=hit and hit['tokens'], at_start=hit is self.rows[0],
-                        first=self.rows[0][name], last=self.rows[-1][name]))
+                        first=self.rows[0][name], last=self.rows[-1][name], peak=top[name], peak_at=top['label']))
     return out
 
 # %% ../nbs/18_trajectory.ipynb #0e3b6a69
