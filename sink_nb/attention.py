@@ -18,8 +18,9 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_ch
                             check_tensor, renamed_args, renamed_attributes)
 
 # %% auto #0
-__all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'key_range', 'AttentionOp', 'AttentionSpec',
-           'block_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk', 'attend']
+__all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing', 'key_range', 'AttentionOp',
+           'AttentionSpec', 'block_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend',
+           'auto_chunk', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -27,6 +28,16 @@ def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
     vis = j <= i
     if window is not None: vis = vis & (j > i - window)
     return vis | (j < prefix)
+
+# %% ../nbs/01_attention.ipynb #d559401d
+def queries_seeing(valid:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
+    "(..., T): how many valid queries (`valid` (..., T), 1 = real) see each key under `visible`'s rule."
+    T = valid.shape[-1]
+    before = F.pad(valid.cumsum(-1), (1, 0))                                        # (..., T + 1): Σ_{i<k} valid_i
+    j = torch.arange(T, device=valid.device)
+    last = (j + window).clamp(max=T) if window is not None else torch.full_like(j, T)     # queries j .. last - 1
+    return torch.where(j < prefix, before[..., T:], before[..., last] - before[..., :T])  # a prefix key: all of them
+
 
 # %% ../nbs/01_attention.ipynb #9827731c
 def key_range(i0:int, i1:int, T:int, causal:bool=True, window:int|None=None, prefix:int=0) -> tuple[int, int]:

@@ -47,7 +47,7 @@ def _timed(fn, *args) -> float:
 
 # %% ../nbs/20_cli.ipynb #7852ce1c
 def _demo_summary(out:Path, seconds:dict) -> dict:
-    "Per variant: final, peak (with its step), mean and onset of Sink_1, losses, curves and timing, from the run folders."
+    "Per variant: final, peak (and step), mean and onset of Sink_1, losses, curves and timing, from the run folders."
     from sink_nb.runs import Run
     from sink_nb.stats import curve_summary
     summary = {}
@@ -75,7 +75,8 @@ def _demo_title(summary:dict, seed:int) -> str:
     "What each curve shows, in words from its numbers, one line per variant."
     def said(v, s):
         if s['peak'] <= 10: return f"{v}: no sink above 10 % (peak {s['peak']:.0f} % at step {s['peak_step']})"
-        if s['sink_rate'] >= 0.75 * s['peak']: return f"{v}: a sink that stays ({s['sink_rate']:.0f} % at step {s['steps']})"
+        if s['sink_rate'] >= 0.75 * s['peak']:
+            return f"{v}: a sink that stays ({s['sink_rate']:.0f} % at step {s['steps']})"
         return (f"{v}: a transient sink (peak {s['peak']:.0f} % at step {s['peak_step']}, {s['sink_rate']:.0f} % at "
                 f"step {s['steps']})")
     return '\n'.join([f'Sink_1 on the demo task, seed {seed}'] + [said(v, s) for v, s in summary.items()])
@@ -363,10 +364,11 @@ def _mitigations_parser(sub):
     m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
                    help=f"a subset: {', '.join(names)}")
 def _study_parser(sub):
-    s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds) and summarise it',
+    s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
                        description='Train every variant of a study of stats.CPU_STUDIES (optimization, data, loss, '
-                                   'architecture, layout) for each seed on the demo task; print final, peak, mean and onset of '
-                                   'Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this command).')
+                                   'architecture, layout) for each seed on the demo task; print final, peak, mean and '
+                                   'onset of Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this '
+                                   'command).')
     s.add_argument('name', metavar='NAME', help='optimization, data, loss, architecture or layout')
     s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant, 0..N-1 (default 5)')
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")

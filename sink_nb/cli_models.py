@@ -342,7 +342,7 @@ def threshold_arg(text:str) -> tuple[str, float]:
 
 # %% ../nbs/19_cli_models.ipynb #2507eac2
 def onset_table(onsets:list[dict]) -> str:
-    "Per statistic: threshold, first checkpoint past it ('≤' when the first already is), peak (lowest for 'below') and where, first → last."
+    "Per statistic: threshold, first checkpoint past it ('≤': the first is), peak (or lowest) and where, first → last."
     lines = [f"{'statistic':<18} {'threshold':>10} {'onset':>16} {'tokens':>14} {'peak (lowest: ≤)':>26}  first → last"]
     for o in onsets:
         when = ('≤ ' if o['at_start'] else '') + (o['onset'] or 'not reached')

@@ -448,7 +448,8 @@ def runs_chart(
 # %% ../nbs/17_explore.ipynb #55038934
 _STAT_TITLES = {'val_loss': 'validation loss', 'sink_star': 'Sink* (%)'}
 
-def study_chart(study:Study, panels:dict|None=None, stat:str='sink1', width:int=260, height:int=190) -> alt.HConcatChart:
+def study_chart(study:Study, panels:dict|None=None, stat:str='sink1', width:int=260,
+                height:int=190) -> alt.HConcatChart:
     "Each seed a thin line, the mean over seeds a thick one, a colour per variant; one panel per {title: [variants]}."
     panels = panels or {study.name: list(study.variants)}
     if unknown := sorted({v for vs in panels.values() for v in vs} - set(study.variants)):

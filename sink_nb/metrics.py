@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import QK, AttentionSpec, auto_chunk, key_range
+from .attention import QK, AttentionSpec, auto_chunk, key_range, queries_seeing
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, renamed_args
 
 # %% auto #0
@@ -38,22 +38,15 @@ def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
     raise ValueError(f"`mask` must be a bool tensor of shape (T,) = ({T},) or (N, T) = ({lead[0] if lead else 'N'}, "
                      f"{T}), got {shape}")
 
-def _queries_seeing(valid:Tensor, window:int|None, prefix:int) -> Tensor:
-    "(..., T): how many valid queries i see key j under the causal mask, a window of `window` keys and a prefix."
-    T = valid.shape[-1]
-    before = F.pad(valid.cumsum(-1), (1, 0))                                        # (..., T + 1): Σ_{i<k} valid_i
-    j = torch.arange(T, device=valid.device)
-    last = (j + window).clamp(max=T) if window is not None else torch.full_like(j, T)     # queries j .. last - 1
-    seen = before[..., last] - before[..., :T]
-    return torch.where(j < prefix, before[..., T:], seen)                        # a prefix key: every query sees it
 
+# %% ../nbs/02_metrics.ipynb #bd4e2e1d
 def _normalise_columns(colsum:Tensor, T:int, n_slots:int, causal:bool, valid:Tensor|None,
                        divisor:str='reference', window:int|None=None, prefix:int=0) -> Tensor:
     "Column sums divided by T - j (the reference; slots count its extra query row) or by the queries that see the key."
     if valid is None: valid = colsum.new_ones(T)
     n_queries = valid.sum(-1, keepdim=True)                                              # (..., 1)
     if not causal: seen = n_queries.expand_as(valid)                                     # an encoder: every query
-    elif check_choice(divisor, 'divisor', DIVISORS) == 'visible': seen = _queries_seeing(valid, window, prefix)
+    elif check_choice(divisor, 'divisor', DIVISORS) == 'visible': seen = queries_seeing(valid, window, prefix)
     else: seen = valid.flip(-1).cumsum(-1).flip(-1)                                      # (..., T): T - j, unpadded
     if divisor == 'visible': slots = colsum[..., :n_slots] / n_queries.clamp_min(1)      # Σ A_i* / T
     else: slots = (colsum[..., :n_slots] + 1) / (n_queries + 1)                          # (1 + Σ A_i*) / (T + 1)
@@ -391,7 +384,8 @@ def __call__(self:SinkMeter, name:str, x:Tensor, **options):
 @patch
 def _qk(self:SinkMeter, layer:int, q:Tensor, k:Tensor, options:dict):
     if self.compute_alpha:
-        self.alpha[layer] = importance_from_qk(q, k, divisor=self.divisor, **(self.alpha_options(layer) | options)).cpu()
+        opts = self.alpha_options(layer) | options
+        self.alpha[layer] = importance_from_qk(q, k, divisor=self.divisor, **opts).cpu()
     own = {n: o for n, o in (self.alpha_options(layer) | options).items() if n != 'proxy'}   # the model's weights
     if self.scores_heads:
         self._keep(layer, **head_scores(q, k, self.diagonals, self.zeros, **own)); self._scored.add(layer)
@@ -431,8 +425,8 @@ def _pattern(self:SinkMeter, layer:int, x:Tensor, options:dict):
     options = self.alpha_options(layer) | options
     causal, window = options.get('causal', True), options.get('window')
     if self.compute_alpha and layer not in self.alpha:
-        self.alpha[layer] = importance(x.float(), causal=causal, n_slots=x.shape[-1] - x.shape[-2], divisor=self.divisor,
-                                       window=window, prefix=options.get('prefix', 0)).cpu()
+        self.alpha[layer] = importance(x.float(), causal=causal, n_slots=x.shape[-1] - x.shape[-2],
+                                       divisor=self.divisor, window=window, prefix=options.get('prefix', 0)).cpu()
     if self.scores_heads and layer not in self._scored:
         self._keep(layer, **head_scores_from_pattern(x, self.diagonals, self.zeros, causal, window))
         self._scored.add(layer)
@@ -518,14 +512,11 @@ def alpha_ceiling(self:SinkResult) -> Tensor:
     ceiling = after.clamp(max=window) / after
     return ceiling.masked_fill(torch.arange(T) < self.metadata.get('prefix', 0), 1.)     # prefix keys: seen by all
 
-def _cannot_vary(ceiling:Tensor, eps:float) -> Tensor:
-    return ceiling <= eps
-
 @patch
 def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> float|Tensor:
     "Sink_k^ε in percent over the real tokens (k from 1); `by` keeps 'sample', 'layer' or 'head' as a dimension."
     check_choice(by, 'by', _BY_DIMS)
-    real, fixed = self.alpha[..., self.n_slots:], _cannot_vary(self.alpha_ceiling(), check_eps(eps))
+    real, fixed = self.alpha[..., self.n_slots:], self.alpha_ceiling() <= check_eps(eps)     # (T,): 0 by construction
     if k is not None and fixed[check_int(k, 'k', 1, self.T) - 1]:
         raise ValueError(f"Sink_{k} at ε = {eps} cannot vary here: with a window of {self.metadata['window']} keys at "
                          f"T = {self.T} the reference divisor caps α_{k} at {self.alpha_ceiling()[k - 1]:.3g} <= ε; "

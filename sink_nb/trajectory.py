@@ -275,12 +275,12 @@ def _past(value:float, direction:str, threshold:float) -> bool:
 # %% ../nbs/18_trajectory.ipynb #e30dace5
 @patch
 def onsets(self:Trajectory, thresholds=None) -> list[dict]:
-    "Per statistic: the first checkpoint past its threshold (None if none is; `at_start` if the first already is), its peak."
+    "Per statistic: the first checkpoint past its threshold (None: none is; `at_start`: the first is), and its peak."
     out = []
     for name, t in check_thresholds(thresholds).items():
         direction = FORMATION_STATS[name][1]
         hit = next((r for r in self.rows if _past(r[name], direction, t)), None)
-        pick = max if direction == 'above' else min                       # the peak: the extreme in the onset's direction
+        pick = max if direction == 'above' else min                       # the peak: extreme in the onset's direction
         top = pick(self.rows, key=lambda r: r[name])                      # the first checkpoint reaching it
         out.append(dict(statistic=name, direction=direction, threshold=t, onset=hit and hit['label'],
                         step=hit and hit['step'], tokens=hit and hit['tokens'], at_start=hit is self.rows[0],
