@@ -15,15 +15,15 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import QK, AttentionSpec, auto_chunk, key_range, queries_seeing
+from .attention import QK, AttentionSpec, auto_chunk, key_range, queries_seeing, uniform_first_alpha
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, renamed_args
 
 # %% auto #0
 __all__ = ['DIVISORS', 'METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'HEAD_STATS', 'importance', 'sink_rate', 'importance_from_qk',
-           'planted_sink_qk', 'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment',
-           'head_profile', 'induction_probe', 'diagonal_chance', 'head_scores', 'head_scores_from_pattern',
-           'representation_entropy', 'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats',
-           'SinkResult']
+           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'head_profile',
+           'induction_probe', 'diagonal_chance', 'head_scores', 'head_scores_from_pattern', 'representation_entropy',
+           'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats', 'SinkResult',
+           'first_key_problem']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
 DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
@@ -143,30 +143,6 @@ def importance_from_qk(
         raise ValueError(f"op={rows.spec.op!r} has signed weights with proxy=False; the metric reads "
                                              "|A|/Σ|A| (proxy=True)")
     return alpha[0] if rows.unbatched else alpha
-
-# %% ../nbs/02_metrics.ipynb #6aa8c3be
-def planted_sink_qk(
-    n:int=8,              # samples
-    n_layer:int=4,        # layers
-    n_head:int=8,         # heads per layer
-    T:int=64,             # tokens
-    d_head:int=32,        # head dimension
-    strength:Tensor|None=None,  # (n_layer, n_head) score gap of key 1; default: more and stronger sink heads with depth
-    seed:int=0,           # random seed
-) -> tuple[Tensor, Tensor, Tensor]:  # q and k (n_layer, n, n_head, T, d_head) and strength
-    "Queries and keys whose heads sink on the first token with a chosen strength, as the paper explains sinks."
-    g = torch.Generator().manual_seed(seed)
-    if strength is None:
-        strength = torch.linspace(0, 6, n_head).expand(n_layer, n_head) * torch.linspace(0.25, 1, n_layer)[:, None]
-    if strength.shape != (n_layer, n_head):
-        raise ValueError(f"`strength` must have shape (n_layer, n_head) = ({n_layer}, {n_head}), got "
-                         f"{tuple(strength.shape)}")
-    u = F.normalize(torch.randn(n_layer, 1, n_head, 1, d_head, generator=g), dim=-1)      # sink direction per head
-    q, k = torch.randn(2, n_layer, n, n_head, T, d_head, generator=g)
-    k = k - (k * u).sum(-1, keepdim=True) * u                                           # keys orthogonal to u ...
-    k[..., 0, :] = 0.5 * u[..., 0, :] + 0.02 * k[..., 0, :]                  # ... but a small first key along u
-    q = q - (q * u).sum(-1, keepdim=True) * u + strength[:, None, :, None, None] * d_head ** 0.5 / 0.5 * u
-    return q, k, strength
 
 # %% ../nbs/02_metrics.ipynb #a1c3b06d
 def hidden_norms(hidden:Tensor) -> Tensor:   # (..., T, d) -> (..., T)
@@ -503,6 +479,21 @@ class SinkResult:
 # %% ../nbs/02_metrics.ipynb #a8811810
 _BY_DIMS = {None: (0, 1, 2), 'sample': (1, 2), 'layer': (0, 2), 'head': (0,)}
 
+def first_key_problem(T:int, window:int|None=None, prefix:int=0, divisor:str='reference', eps:float=0.3) -> str|None:
+    "Why Sink_1^ε of a causal model says nothing at T tokens with this window, prefix and divisor; None when it does."
+    if divisor == 'reference' and window is not None and not prefix and min(window, T) / T <= eps:
+        return (f"the reference divisor caps α₁ at {min(window, T)}/{T} = {min(window, T) / T:.3g} <= ε = {eps} with a "
+                f"window of {window} keys, so Sink_1 is 0 by construction: measure with divisor='visible' or T <= "
+                f"{int(window / eps)}")
+    if (chance := uniform_first_alpha(T, window, prefix, divisor)) > eps:
+        return (f"a head spreading its attention evenly already has α₁ = {chance:.3g} > ε = {eps} at T = {T}"
+                + (f" with a window of {window} keys" if window else '') + f" ({divisor} divisor), so Sink_1 counts "
+                "heads that do not sink: measure with a longer T"
+                + (", or the reference divisor" if divisor != 'reference' else ''))
+    return None
+
+
+# %% ../nbs/02_metrics.ipynb #20b93f03
 @patch
 def alpha_ceiling(self:SinkResult) -> Tensor:
     "(T,): the largest α each real key can reach; below 1 only under the reference divisor with a sliding window."
@@ -513,16 +504,25 @@ def alpha_ceiling(self:SinkResult) -> Tensor:
     return ceiling.masked_fill(torch.arange(T) < self.metadata.get('prefix', 0), 1.)     # prefix keys: seen by all
 
 @patch
+def rate_problems(self:SinkResult, eps:float=0.3) -> dict[int, str]:
+    "Real keys k (from 1) whose Sink_k^ε this measurement cannot vary, or chance alone passes: k -> why."
+    out = {k + 1: f"the reference divisor caps α_{k + 1} at {c:.3g} <= ε = {eps} with a window of "
+                  f"{self.metadata['window']} keys at T = {self.T}: measure with divisor='visible', or a T <= window / ε"
+           for k, c in enumerate(self.alpha_ceiling().tolist()) if c <= eps}
+    if 'window' in self.metadata and not self.metadata.get('sink_token') and 1 not in out:   # a SinkLM's own result
+        why = first_key_problem(self.T, self.metadata['window'], self.metadata.get('prefix', 0),
+                                self.metadata.get('divisor', 'reference'), eps)
+        if why: out[1] = why
+    return out
+
+@patch
 def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> float|Tensor:
     "Sink_k^ε in percent over the real tokens (k from 1); `by` keeps 'sample', 'layer' or 'head' as a dimension."
     check_choice(by, 'by', _BY_DIMS)
-    real, fixed = self.alpha[..., self.n_slots:], self.alpha_ceiling() <= check_eps(eps)     # (T,): 0 by construction
-    if k is not None and fixed[check_int(k, 'k', 1, self.T) - 1]:
-        raise ValueError(f"Sink_{k} at ε = {eps} cannot vary here: with a window of {self.metadata['window']} keys at "
-                         f"T = {self.T} the reference divisor caps α_{k} at {self.alpha_ceiling()[k - 1]:.3g} <= ε; "
-                         "measure with divisor='visible', or with T at most window / ε")
+    real, problems = self.alpha[..., self.n_slots:], self.rate_problems(check_eps(eps))
+    if k is not None and (why := problems.get(check_int(k, 'k', 1, self.T))): raise ValueError(f"Sink_{k}: {why}")
     rates = sink_rate(real, eps, None) if by is None else 100 * (real > eps).double().mean(_BY_DIMS[by])
-    rates = rates.masked_fill(fixed, math.nan)                                  # (T,), (dim, T) or (L, H, T)
+    rates[..., [j - 1 for j in problems]] = math.nan                          # (T,), (dim, T) or (L, H, T)
     return rates if k is None else (rates[..., k - 1].item() if by is None else rates[..., k - 1])
 
 

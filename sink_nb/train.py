@@ -19,6 +19,7 @@ from torch import Tensor
 from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
+from .metrics import first_key_problem
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
 from .runs import EvalSet, Run, TrainConfig, flat_settings
@@ -210,11 +211,10 @@ def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
         if T > model_cfg.block_size:
             raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
                              f"{name} or raise block_size")
-    w, T = model_cfg.window, cfg.probe_T
-    if cfg.divisor == 'reference' and w is not None and w / T <= cfg.eps:      # Sink_1 would be 0 by construction
-        raise ValueError(f"the window of {w} keys caps the reference α₁ at {w}/{T} = {w / T:.3g} <= eps={cfg.eps}, so "
-                         f"Sink_1 on probe_T={T} tokens cannot vary: set divisor='visible' (the queries that see the "
-                         f"key) or probe_T <= {int(w / cfg.eps)}")
+    why = first_key_problem(cfg.probe_T, model_cfg.window, model_cfg.prefix, cfg.divisor, cfg.eps)
+    if why and not model_cfg.sink_token:                  # the log's Sink_1 would describe the setting, not the model
+        raise ValueError(f"Sink_1 on probe_T={cfg.probe_T} tokens would say nothing about the model: {why} "
+                         "(probe_T, divisor)")
     for flag in ('tensorboard', 'wandb'):
         if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
             raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
