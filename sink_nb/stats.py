@@ -37,8 +37,8 @@ MITIGATIONS = {                    # name -> the SinkConfig fields that differ f
     'sink-logit': dict(sink_logit=True),                       # gpt-oss: a learned per-head logit, zero value
     'gate': dict(gate='elementwise'),                          # Qiu et al. 2025: σ(x W) times each head output
     'softpick': dict(attention='softpick'),                    # rectified softmax; rows may sum below one
-    'sigmoid': dict(attention='sigmoid', normalize=False),     # the paper §7.3
-    'k-bias': dict(k_bias=True),                               # the paper §7.2: a learned key slot, v* = 0
+    'sigmoid': dict(attention='sigmoid', normalize=False),     # Gu et al. §7.4
+    'k-bias': dict(k_bias=True),                               # Gu et al. §7.3: a learned key slot, v* = 0
     'kv-bias': dict(k_bias=True, v_bias=True),
     'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
 }
@@ -342,15 +342,15 @@ class Claims:
     def __init__(self): self.rows = []
 
     def compare(self, claim:str, a, b, expect:str|None, names=('a', 'b'), paper:str|None=None,
-                paper_number:str='-', margin:float|None=None, digits:int=1) -> Comparison:
+                paper_number:str='-', margin:float|None=None, digits:int=1, verdict:str|None=None) -> Comparison:
         "Compare a with b; AssertionError unless the verdict is `expect` ('>', '<', '=' or None); add the row."
         check_choice(expect, 'expect', ('>', '<', '=', None)); check_choice(paper, 'paper', ('>', '<', '=', None))
         c = compare_groups(a, b, names, margin=margin)
         if c.direction != expect:
             raise AssertionError(f"claim {claim!r} states {names[0]} {expect or '(no direction)'} {names[1]}; "
                                  f"the data give {c.text(digits)}")
-        self.rows.append(dict(claim=claim, number=c.text(digits), paper=paper_number,
-                              verdict=_paper_verdict(c.direction, paper)))
+        self.rows.append(dict(claim=claim, number=c.text(digits), paper=paper_number,   # a published claim with no
+                              verdict=verdict or _paper_verdict(c.direction, paper)))    # direction: its verdict written
         return c
 
     def note(self, claim:str, number:str, paper_number:str, verdict:str):
