@@ -291,6 +291,7 @@ class Comparison:
     names:tuple; n:tuple; mean:tuple; sd:tuple      # (a, b) each; b's n is 0 and sd None when b is a number
     diff:float; low:float; high:float; confidence:float; margin:float|None
     direction:str|None                              # '>', '<', '=' (within ±margin) or None: not resolved
+    paired:bool = False                             # the interval is of the differences within each run
 
     def text(self, digits:int=1) -> str:
         "'softmax 87.7 ± 3.7 (n=5) vs sigmoid 9.3 ± 3.1 (n=5): Δ = 78.4 [73.1, 83.7] (95 %) → >'."
@@ -299,8 +300,8 @@ class Comparison:
                           else f'{self.names[i]} {f(self.mean[i])}')
         verdict = {None: 'not resolved'}.get(self.direction, f'{self.names[0]} {self.direction} {self.names[1]}')
         if self.direction == '=': verdict += f' within ±{self.margin:g}'
-        return (f'{side(0)} vs {side(1)}: Δ = {f(self.diff)} [{f(self.low)}, {f(self.high)}] '
-                f'({self.confidence * 100:g} %) → {verdict}')
+        return (f'{side(0)} vs {side(1)}{", paired" if self.paired else ""}: Δ = {f(self.diff)} [{f(self.low)}, '
+                f'{f(self.high)}] ({self.confidence * 100:g} %) → {verdict}')
 
 def _group(values, name:str, min_n:int) -> np.ndarray:
     v = np.asarray([float(x) for x in values], dtype=float)
@@ -310,13 +311,19 @@ def _group(values, name:str, min_n:int) -> np.ndarray:
     return v
 
 def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
-                   min_n:int=3) -> Comparison:
-    "Mean difference a − b (b: seeds, or one number) with a Welch t interval, and a verdict: '>', '<', '=' or None."
+                   min_n:int=3, paired:bool=False) -> Comparison:
+    "Mean difference a − b (b: seeds, or one number) with a Welch t interval (paired: of a_i − b_i), and a verdict."
     if not 0.5 < confidence < 1: raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
     if margin is not None and not margin > 0: raise ValueError(f"`margin` must be > 0, got {margin}")
     x = _group(a, 'a', min_n)
     fixed = isinstance(b, (int, float))
     y = np.asarray([float(b)]) if fixed else _group(b, 'b', min_n)
+    if paired:                                      # two numbers of each run: the interval of their differences
+        if fixed or len(x) != len(y): raise ValueError("`paired` needs `a` and `b` of the same runs, in the same order")
+        c = compare_groups(x - y, 0.0, names, confidence, margin, min_n)
+        return Comparison(c.names, (len(x), len(y)), (float(x.mean()), float(y.mean())),
+                          (float(x.std(ddof=1)), float(y.std(ddof=1))), c.diff, c.low, c.high, confidence, margin,
+                          c.direction, paired=True)
     va, vb = x.var(ddof=1) / len(x), 0.0 if fixed else y.var(ddof=1) / len(y)
     se, diff = math.sqrt(va + vb), float(x.mean() - y.mean())
     if se == 0: low = high = diff
@@ -341,11 +348,11 @@ class Claims:
     "An experiment notebook's claims: each comparison asserted through `compare_groups`, then one table."
     def __init__(self): self.rows = []
 
-    def compare(self, claim:str, a, b, expect:str|None, names=('a', 'b'), paper:str|None=None,
-                paper_number:str='-', margin:float|None=None, digits:int=1, verdict:str|None=None) -> Comparison:
+    def compare(self, claim:str, a, b, expect:str|None, names=('a', 'b'), paper:str|None=None, paper_number:str='-',
+                margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool=False) -> Comparison:
         "Compare a with b; AssertionError unless the verdict is `expect` ('>', '<', '=' or None); add the row."
         check_choice(expect, 'expect', ('>', '<', '=', None)); check_choice(paper, 'paper', ('>', '<', '=', None))
-        c = compare_groups(a, b, names, margin=margin)
+        c = compare_groups(a, b, names, margin=margin, paired=paired)
         if c.direction != expect:
             raise AssertionError(f"claim {claim!r} states {names[0]} {expect or '(no direction)'} {names[1]}; "
                                  f"the data give {c.text(digits)}")
