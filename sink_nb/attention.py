@@ -38,6 +38,8 @@ def queries_seeing(valid:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
     last = (j + window).clamp(max=T) if window is not None else torch.full_like(j, T)     # queries j .. last - 1
     return torch.where(j < prefix, before[..., T:], before[..., last] - before[..., :T])  # a prefix key: all of them
 
+
+# %% ../nbs/01_attention.ipynb #668a2c19
 def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='reference') -> float:
     "α of key 0 when each query spreads its attention evenly over what it sees; divided by T or by its viewers."
     total, seeing = 0.0, 0

@@ -507,7 +507,8 @@ def alpha_ceiling(self:SinkResult) -> Tensor:
 def rate_problems(self:SinkResult, eps:float=0.3) -> dict[int, str]:
     "Real keys k (from 1) whose Sink_k^ε this measurement cannot vary, or chance alone passes: k -> why."
     out = {k + 1: f"the reference divisor caps α_{k + 1} at {c:.3g} <= ε = {eps} with a window of "
-                  f"{self.metadata['window']} keys at T = {self.T}: measure with divisor='visible', or a T <= window / ε"
+                  f"{self.metadata['window']} keys at T = {self.T}: measure with divisor='visible', or a T <= "
+                  "window / ε"
            for k, c in enumerate(self.alpha_ceiling().tolist()) if c <= eps}
     if 'window' in self.metadata and not self.metadata.get('sink_token') and 1 not in out:   # a SinkLM's own result
         why = first_key_problem(self.T, self.metadata['window'], self.metadata.get('prefix', 0),

@@ -356,8 +356,8 @@ class Claims:
         if c.direction != expect:
             raise AssertionError(f"claim {claim!r} states {names[0]} {expect or '(no direction)'} {names[1]}; "
                                  f"the data give {c.text(digits)}")
-        self.rows.append(dict(claim=claim, number=c.text(digits), paper=paper_number,   # a published claim with no
-                              verdict=verdict or _paper_verdict(c.direction, paper)))    # direction: its verdict written
+        verdict = verdict or _paper_verdict(c.direction, paper)     # a published claim with no direction: written out
+        self.rows.append(dict(claim=claim, number=c.text(digits), paper=paper_number, verdict=verdict))
         return c
 
     def note(self, claim:str, number:str, paper_number:str, verdict:str):
