@@ -19,8 +19,9 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_ch
 
 # %% auto #0
 __all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing', 'uniform_first_alpha',
-           'planted_sink_qk', 'key_range', 'AttentionOp', 'AttentionSpec', 'block_weights', 'QK', 'attention_weights',
-           'unsupported_reason', 'choose_backend', 'auto_chunk', 'attend']
+           'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range', 'AttentionOp',
+           'AttentionSpec', 'block_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend',
+           'auto_chunk', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -49,6 +50,20 @@ def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='
         n = i - lo + 1 if not prefix else max(i, prefix - 1) + 1 if lo <= prefix else i - lo + 1 + prefix
         total, seeing = total + 1 / n, seeing + 1
     return total / (T if check_choice(divisor, 'divisor', ('reference', 'visible')) == 'reference' else seeing)
+
+def shortest_causal_probe(eps:float) -> int:
+    "Fewest tokens T at which an even causal head's α₁ = H_T / T is <= ε; below it Sink_1 counts heads that don't sink."
+    T, harmonic = 1, 1.0
+    while harmonic / T > eps: T += 1; harmonic += 1 / T
+    return T
+
+def check_probe_length(T:int, eps:float) -> int:
+    "`T` if Sink_1 at ε can tell a sink from a causal head that spreads its attention evenly; else a ValueError."
+    if T < (shortest := shortest_causal_probe(eps)):
+        raise ValueError(f"`T` = {T} is too short for Sink_1 at ε = {eps}: below T = {shortest} a causal head that "
+                         "spreads its attention evenly already has α₁ > ε, so Sink_1 would count heads that do not "
+                         f"sink; use T >= {shortest}")
+    return T
 
 
 # %% ../nbs/01_attention.ipynb #6aa8c3be

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
-import dataclasses, functools, math, numbers, types, typing
+import dataclasses, functools, math, numbers, signal, threading, types, typing
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Literal, Union, get_args, get_origin
@@ -14,8 +14,9 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
-           'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_tensor', 'Range', 'OneOf', 'describe',
-           'check_value', 'field_types', 'check_fields', 'coerce', 'renamed_args', 'renamed_attributes']
+           'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
+           'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'interrupt_safe',
+           'raise_if_interrupted', 'eval_mode', 'renamed_args', 'renamed_attributes']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -72,6 +73,16 @@ def check_finite(x:Tensor, name:str) -> Tensor:
     if not torch.isfinite(x.sum()) and not torch.isfinite(x).all():
         raise ValueError(f"`{name}` contains NaN or inf; only finite values are allowed")
     return x
+
+def check_token_ids(ids:Tensor, vocab_size:int, name:str='ids') -> Tensor:
+    "`ids` if each is a row of the model's embedding (0 … vocab_size - 1); else a ValueError naming those that are not."
+    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        bad = ids[(ids < 0) | (ids >= vocab_size)].unique().tolist()
+        shown = f"{bad[:5]}{' …' if len(bad) > 5 else ''} ({len(bad)} distinct)"
+        raise ValueError(f"`{name}` holds token ids {shown} outside the model's vocabulary of {vocab_size} (ids 0 … "
+                         f"{vocab_size - 1}): the tokenizer has more ids than the model's embedding has rows; use the "
+                         "model's own tokenizer")
+    return ids
 
 def check_tensor(x, name:str, ranks:tuple|None=None) -> Tensor:
     "`x` if it is a finite floating-point tensor with one of `ranks` dimensions; else a ValueError naming `name`."
@@ -178,6 +189,81 @@ def coerce(v, hint, name:str):
         if _wants(hint, int) and x.is_integer() and not _wants(hint, float): v = int(x)
         elif _wants(hint, float): v = x
     return check_value(v, hint, name)
+
+# %% ../nbs/00_checks.ipynb #67f19b14
+class _Guard:
+    "The SIGINT handler of one `interrupt_safe` context: waits while the context's own code runs, else interrupts."
+    stack:list = []                                          # the guards in force, innermost last (main thread only)
+
+    def __init__(self, gen): self.gen, self.pending, self.old = gen, False, None
+
+    def own_code_running(self, frame) -> bool:
+        "Is the context's edit or undo running (its generator, or this guard's enter/exit, or what they call)?"
+        if self.gen.gi_running: return True
+        while frame is not None:
+            if frame.f_code in _GUARD_CODE and frame.f_locals.get('self') is self: return True
+            frame = frame.f_back
+        return False
+
+    def __call__(self, signum, frame):
+        if self.own_code_running(frame): self.pending = True
+        else: self.old(signum, frame)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and callable(signal.getsignal(signal.SIGINT)):
+            self.old = signal.signal(signal.SIGINT, self); _Guard.stack.append(self)
+        try: value = next(self.gen)
+        except BaseException: self.release(); raise
+        if self.pending:                             # a Ctrl-C during the edit: undo it now, not after the block
+            self.pending, interrupt = False, KeyboardInterrupt()
+            if not self.__exit__(KeyboardInterrupt, interrupt, None): raise interrupt
+        return value
+
+    def __exit__(self, kind, value, tb):
+        try:
+            if kind is None: return _finish(self.gen)
+            try: self.gen.throw(value)
+            except StopIteration: return True
+            except BaseException as e:
+                if e is value: return False
+                raise
+            raise RuntimeError("an interrupt_safe generator did not stop after an exception")
+        finally: self.release()
+
+    def release(self):
+        "Put the previous handler back; an interrupt that waited arrives now."
+        if self.old is None: return
+        signal.signal(signal.SIGINT, self.old); _Guard.stack.remove(self); self.old = None
+        if self.pending: self.pending = False; signal.raise_signal(signal.SIGINT)
+
+_GUARD_CODE = {_Guard.__enter__.__code__, _Guard.__exit__.__code__, _Guard.release.__code__}
+
+def _finish(gen) -> bool:
+    "Run the undo after a block that ended normally."
+    try: next(gen)
+    except StopIteration: return False
+    raise RuntimeError("an interrupt_safe generator must yield once")
+
+def interrupt_safe(fn):
+    "Decorator, as `contextlib.contextmanager`: a Ctrl-C waits while the context edits and undoes, not in the block."
+    @functools.wraps(fn)
+    def context(*args, **kwargs): return _Guard(fn(*args, **kwargs))
+    return context
+
+def raise_if_interrupted():
+    "Inside an `interrupt_safe` context's own code: raise the Ctrl-C that is waiting, if any (a long edit stops early)."
+    if _Guard.stack and _Guard.stack[-1].pending: _Guard.stack[-1].pending = False; raise KeyboardInterrupt
+
+# %% ../nbs/00_checks.ipynb #e4bcec48
+@interrupt_safe
+def eval_mode(model:torch.nn.Module):
+    "Within the block every module of `model` is in eval mode; after it, each is back in its own mode."
+    modes = {m: m.training for m in model.modules()}
+    try:
+        model.eval()
+        yield model
+    finally:
+        for m, training in modes.items(): m.training = training
 
 # %% ../nbs/00_checks.ipynb #618d2951
 def renamed_args(**renamed:str):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/20_cli.ipynb #5bf64225
 from __future__ import annotations
-import argparse, json, os, time
+import argparse, json, os, sys, time
 from pathlib import Path
 
 from . import __version__
@@ -395,6 +395,12 @@ _COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'meas
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."
-    args = _parser().parse_args(argv)
-    _COMMANDS[args.command](args)
+    try:
+        try:
+            args = _parser().parse_args(argv)
+            _COMMANDS[args.command](args)
+        finally: sys.stdout.flush()            # here, not at exit: a closed pipe is then caught below (--help too)
+    except BrokenPipeError:                    # `sink-nb ... | head`: the reader has gone, so stop without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # Python's own flush at exit finds no pipe
+        return 141                             # 128 + SIGPIPE: what a shell reports for `yes | head`
     return 0

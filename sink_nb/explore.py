@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_explore.ipynb #1c64939b
 from __future__ import annotations
-import io, json
+import io, json, re
 from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
@@ -26,8 +26,8 @@ from .stats import Study
 __getattr__ = renamed_attributes('sink_nb.explore', pattern_from_model='sink_nb.hf.pattern_from_model')
 
 # %% auto #0
-__all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'alpha_chart', 'pattern_chart', 'SinkExplorer', 'runs_frame',
-           'runs_chart', 'study_chart', 'CheckpointGrid', 'RunExplorer', 'compare_frame', 'compare']
+__all__ = ['use_offline', 'to_svg', 'grid_chart', 'rate_chart', 'token_labels', 'alpha_chart', 'pattern_chart', 'SinkExplorer',
+           'runs_frame', 'runs_chart', 'study_chart', 'CheckpointGrid', 'RunExplorer', 'compare_frame', 'compare']
 
 # %% ../nbs/17_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
@@ -176,6 +176,43 @@ def rate_chart(
     "Bar chart of Sink_k^ε per layer, one layer highlighted."
     return _chart(_rate(rates, layer), title)
 
+# %% ../nbs/17_explore.ipynb #aedd4af5
+# GPT-2's byte-level alphabet (Ġ for a space, Ċ for a newline): printable bytes stand for themselves, the others for
+# U+0100, U+0101, ... in order; `_LATIN1` maps those back to their bytes, as latin-1 characters, for `str.translate`.
+_KEEP = [*range(33, 127), *range(161, 173), *range(174, 256)]
+_LATIN1 = {256 + i: b for i, b in enumerate(b for b in range(256) if b not in _KEEP)}
+_BYTE_LEVEL = frozenset(map(chr, [*_KEEP, *_LATIN1]))
+_MARKS = {c: 0x2400 + c for c in range(32)} | {ord(' '): '␣', ord('\n'): '⏎', ord('\t'): '⇥'}   # control pictures ␀…␟
+
+def _text(piece:str, byte_level:bool) -> str:
+    "The text of a raw piece: byte-level characters as bytes, SentencePiece's ▁ as a space, <0xNN> as its byte."
+    if piece.startswith('<0x') and re.fullmatch(r'<0x[0-9A-Fa-f]{2}>', piece): raw = bytes.fromhex(piece[3:5])
+    elif byte_level: raw = piece.translate(_LATIN1).encode('latin-1')
+    else: return piece.replace('▁', ' ')
+    return raw.decode('utf-8', 'backslashreplace')      # part of a multi-byte character shows its bytes: \xc3
+
+# %% ../nbs/17_explore.ipynb #54eadb8a
+def token_labels(
+    tokens:list,     # raw pieces of one sample, e.g. `SinkResult.tokens[i]`: 'Ġof', 'Ċ', '▁of', '##ing'
+    tokenizer=None,  # the tokenizer that made them; given, each piece's id comes along
+) -> pd.DataFrame:
+    "Pieces as a reader reads them (`token`: ␣ space, ⏎ newline, ⇥ tab), beside the raw `piece` and its `id`."
+    pieces = [str(t) for t in tokens]
+    byte_level = set(''.join(pieces)) <= _BYTE_LEVEL                # no ▁ and no plain space: byte-level BPE
+    df = pd.DataFrame(dict(token=[_text(p, byte_level).translate(_MARKS) for p in pieces], piece=pieces))
+    if tokenizer is None: return df
+    if not callable(getattr(tokenizer, 'convert_tokens_to_ids', None)):
+        raise ValueError(f"`tokenizer` must map pieces to ids (convert_tokens_to_ids), got {type(tokenizer).__name__}")
+    return df.assign(id=tokenizer.convert_tokens_to_ids(pieces))
+
+def _tips(df:pd.DataFrame) -> list[str]:
+    "Hover text of each position: the label, then the raw piece and the id where they add something."
+    ids = df['id'] if 'id' in df else [None] * len(df)
+    return [t if p == t and i is None else f"{t}  ({p!r}{'' if i is None else f', id {i}'})"
+            for t, p, i in zip(df.token, df.piece, ids)]
+
+def _labelled(tokens) -> pd.DataFrame: return tokens if isinstance(tokens, pd.DataFrame) else token_labels(tokens)
+
 # %% ../nbs/17_explore.ipynb #c193c054
 @lru_cache(maxsize=32)
 def _alpha_template(P:int, n_slots:int, tokens:bool) -> tuple:
@@ -189,11 +226,11 @@ def _alpha_template(P:int, n_slots:int, tokens:bool) -> tuple:
     mark = base.transform_filter('datum.is_k == 1').mark_point(color='#d62728', size=80, filled=True)
     return _frozen(alt.layer(line, rule, mark).properties(width=320, height=160))
 
-def _alpha(alpha, n_slots:int=0, tokens:list|None=None, eps:float=0.3, k:int=1) -> tuple:
+def _alpha(alpha, n_slots:int=0, tokens=None, eps:float=0.3, k:int=1) -> tuple:
     a, eps = _numpy(alpha, 'alpha', 1), check_eps(eps)
     pos = np.arange(len(a)) - n_slots + 1
     cols = dict(position=pos, alpha=a, is_k=(pos == k).astype(int))
-    if tokens is not None: cols['token'] = np.array(['<slot>'] * n_slots + [str(t) for t in tokens], dtype=object)
+    if tokens is not None: cols['token'] = np.array(['<slot>'] * n_slots + _tips(_labelled(tokens)), dtype=object)
     data = {'alpha': _csv(**cols), 'alpha_eps': _csv(eps=[eps])}
     return _alpha_template(len(a), n_slots, tokens is not None) + (data,)
 
@@ -201,7 +238,7 @@ def _alpha(alpha, n_slots:int=0, tokens:list|None=None, eps:float=0.3, k:int=1) 
 def alpha_chart(
     alpha,                   # α of one head, (n_slots + T,)
     n_slots:int=0,           # leading virtual key slots, drawn at positions ≤ 0
-    tokens:list|None=None,   # T token strings for the tooltip
+    tokens=None,             # T raw pieces, or `token_labels(pieces, tokenizer)` for their ids too
     eps:float=0.3,           # dashed rule
     k:int=1,                 # highlighted position (1 = first token)
     title:str='',
@@ -227,26 +264,25 @@ def _pattern_template(s:int, m:int, labels:tuple|None, tip_tokens:bool) -> tuple
         color=alt.Color('weight:Q', scale=alt.Scale(scheme='blues')), tooltip=tip).properties(width=size, height=size))
 
 # %% ../nbs/17_explore.ipynb #4656ddd4
-def _pattern(weights, tokens:list|None=None, max_tokens:int=128) -> tuple:
+def _pattern(weights, tokens=None, max_tokens:int=128) -> tuple:
     if weights is None: return _note('no attention pattern: pass `pattern=`, e.g. hf.pattern_source(model, ids)')
     max_tokens, w = check_int(max_tokens, 'max_tokens', 1, 128), _numpy(weights, 'weights', 2)
     s = w.shape[1] - w.shape[0]
     if s < 0: raise ValueError(f"`weights` must be (Q, n_slots + Q) with queries on rows, got shape {w.shape}")
     m = min(w.shape[0], max_tokens); w = w[:m, :s + m]
     qi, ki = np.nonzero(w)
-    if tokens is None: labels = None
-    else:                                   # slots, then tokens cut to 12 characters, blanks if too few
-        t = [str(t)[:12] for t in tokens[:m]]
-        labels = tuple(['<slot>'] * s + t + [''] * (m - len(t)))
     data = {'pattern': _csv(query=qi + 1, key=ki - s + 1, weight=w[qi, ki])}
-    if labels and m > 48:
-        data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=np.array(labels, dtype=object))
-    return _pattern_template(s, m, labels if m <= 48 else None, bool(labels and m > 48)) + (data,)
+    if tokens is None: return _pattern_template(s, m, None, False) + (data,)
+    t = _labelled(tokens).iloc[:m]; blank = [''] * (m - len(t))               # blanks if too few tokens
+    labels = tuple(['<slot>'] * s + [x[:12] for x in t.token] + blank)          # axis labels cut to 12 characters
+    tips = np.array(['<slot>'] * s + _tips(t) + blank, dtype=object)
+    data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=tips)  # the hover text, sent once
+    return _pattern_template(s, m, labels if m <= 48 else None, True) + (data,)
 
 # %% ../nbs/17_explore.ipynb #dbf3d122
 def pattern_chart(
     weights,                 # one head's weights (Q, n_slots + Q), rows = queries; None: no pattern source
-    tokens:list|None=None,   # token strings of the positions
+    tokens=None,             # raw pieces of the positions, or `token_labels(pieces, tokenizer)` for their ids too
     max_tokens:int=128,      # draw the first `max_tokens` queries and keys (plus slots); at most 128
     title:str='',
 ) -> alt.Chart:
@@ -277,7 +313,8 @@ class SinkExplorer(W.VBox):
                  pattern:Callable|None=None,   # (sample, layer, head) -> (Q, n_slots + Q) weights; None: result.pattern
                  eps:float|None=None,          # initial ε; None: the result's metadata['eps'] or 0.3
                  max_tokens:int=128,           # positions of the pattern view, at most 128
-                 offline:bool=True):           # load the widget's JavaScript from vl-convert's bundle, not a CDN
+                 offline:bool=True,            # load the widget's JavaScript from vl-convert's bundle, not a CDN
+                 tokenizer=None):              # the tokenizer of `result.tokens`: its ids join the tooltips
         super().__init__()
         if not isinstance(result, SinkResult):
             raise ValueError(f"`result` must be a SinkResult, got {type(result).__name__}")
@@ -285,7 +322,7 @@ class SinkExplorer(W.VBox):
             raise ValueError("`pattern` must be a callable (sample, layer, head) -> (Q, n_slots + Q) weights, or None")
         self.max_tokens = check_int(max_tokens, 'max_tokens', 1, 128)
         self.result, self.pattern, self._pending = result, pattern if pattern is not None else result.pattern, None
-        self._label_cache = {}                         # ε -> (L, H) head labels
+        self.tokenizer, self._label_cache = tokenizer, {}        # ε -> (L, H) head labels
         if offline: alt.JupyterChart.enable_offline()
         (l, h), slider = _strongest(result), partial(W.IntSlider, continuous_update=False)
         self.layer = slider(l, 0, result.L - 1, description='layer')
@@ -314,7 +351,8 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
     l, h, k, eps, s, r = self.layer.value, self.head.value, self.k.value, self.eps.value, self.sample.value, self.result
     a_k = r.alpha[..., r.n_slots + k - 1]                                  # (N, L, H)
     pick = lambda a: a.mean(0) if s < 0 else a[s]
-    where, tokens = ('all samples' if s < 0 else f'sample {s}'), (r.tokens[max(s, 0)] if r.tokens is not None else None)
+    where = 'all samples' if s < 0 else f'sample {s}'
+    tokens = lambda: None if r.tokens is None else token_labels(r.tokens[max(s, 0)], self.tokenizer)   # when drawn
     if name == 'grid' and self.colour.value == 'label':
         return _grid(pick(a_k), eps, (l, h), labels=self._labels(eps)), f'head labels (α_1, ε={eps:g}), all samples'
     if name == 'grid': return _grid(pick(a_k), eps, (l, h)), f'α_{k} per head, {where}'
@@ -322,11 +360,11 @@ def _parts(self:SinkExplorer, name:str) -> tuple[tuple, str]:
         rates = 100 * (a_k if s < 0 else a_k[s:s + 1]).gt(eps).double().mean((0, 2))
         return _rate(rates, l), f'Sink_{k} (ε={eps:g}) per layer, {where}'
     if name == 'alpha':
-        view = _alpha(pick(r.alpha[:, l, h]), r.n_slots, tokens if s >= 0 else None, eps, k)
+        view = _alpha(pick(r.alpha[:, l, h]), r.n_slots, tokens() if s >= 0 else None, eps, k)
         return view, f'α of layer {l}, head {h}, {where}'
     if name == 'pattern':
         w = None if self.pattern is None else self.pattern(max(s, 0), l, h)
-        return _pattern(w, tokens, self.max_tokens), f'pattern of layer {l}, head {h}, sample {max(s, 0)}'
+        return _pattern(w, tokens(), self.max_tokens), f'pattern of layer {l}, head {h}, sample {max(s, 0)}'
 
 # %% ../nbs/17_explore.ipynb #68697379
 @patch

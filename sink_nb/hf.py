@@ -21,8 +21,8 @@ from transformers import (AttentionInterface, AutoConfig, AutoModel, AutoModelFo
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import NORMALIZERS, attention_weights, visible
-from .checks import check_bool, check_choice, check_eps, check_int, renamed_args, renamed_attributes
+from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
+from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, interrupt_safe
 from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
 from .corpora import local_path
@@ -258,16 +258,16 @@ AttentionInterface.register(_IMPL, _sink_sdpa)
 AttentionMaskInterface.register(_IMPL, sdpa_mask)
 
 # %% ../nbs/11_hf.ipynb #207d4f83
-@contextlib.contextmanager
+@interrupt_safe
 def _attn_implementation(model, name:str):
-    "Run with `model`'s attention implementation set to `name`, then restore the original."
+    "Run with `model`'s attention implementation set to `name`, then restore the original (a Ctrl-C waits for both)."
     old = model.config._attn_implementation
     if name != old: model.set_attn_implementation(name)
     try: yield
     finally:
         if name != old: model.set_attn_implementation(old)
 
-@contextlib.contextmanager
+@interrupt_safe
 def _active(tap:_Tap):
     "Make `tap` the one `sink_nb_sdpa` hands its calls to, within the block."
     _ACTIVE.append(tap)
@@ -285,7 +285,7 @@ def _first_tensor(args, kwargs) -> Tensor:
     x = args[0] if args and isinstance(args[0], (Tensor, tuple)) else kwargs.get('hidden_states')
     return x[0] if isinstance(x, tuple) else x
 
-@contextlib.contextmanager
+@interrupt_safe
 def _block_hooks(blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool]):
     "Within the block, emit each block's input (hook_resid_pre) and output (hook_resid_post) where `wants` asks."
     handles = []
@@ -340,7 +340,6 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
 
 # %% ../nbs/11_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
-__getattr__ = renamed_attributes('sink_nb.hf', BACKENDS='ROUTES', can_stream='can_route_qk')
 
 def check_route(route:str) -> str:
     "`route` if it is one of ROUTES; the name it had before ('stream') is refused with the new one."
@@ -397,7 +396,6 @@ class Pass(NamedTuple):
     alpha_options:dict            # {layer: importance_from_qk options} of a streamed pass; {} for eager
 
 @torch.no_grad()
-@renamed_args(backend='route')
 def run_with_hooks(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
@@ -411,7 +409,7 @@ def run_with_hooks(
     check_route(route)
     wants = name_filter(names_filter)
     (taken, reason), hook = _route(model, route, wants, edit), new_hook()
-    ids = ids.to(next(model.parameters()).device)
+    ids = check_token_ids(ids, model.get_input_embeddings().num_embeddings).to(next(model.parameters()).device)
     if taken == 'qk':
         try:
             out, alpha_options = _qk_pass(model, ids, hook, wants, base, edit)
@@ -423,7 +421,6 @@ class _Cache(dict):
     "A hook that keeps every value it is handed."
     def __call__(self, name:str, x:Tensor, **alpha_options): self[name] = x.detach()
 
-@renamed_args(backend='route', options='alpha_options')
 def run_with_cache(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
@@ -456,7 +453,6 @@ def pattern_from_model(
     return lambda sample, layer, head: layers(int(sample))[layer][head]
 
 # %% ../nbs/11_hf.ipynb #33e7e62f
-@renamed_args(backend='route')
 def pattern_from_hf(
     model,                   # a loaded transformers model
     ids:Tensor,              # token ids (N, T) of the result's samples
@@ -553,7 +549,6 @@ def _check_flags(**flags):
     for name, v in flags.items(): check_bool(v, name, allow_none=name == 'add_bos')
 
 # %% ../nbs/11_hf.ipynb #88c2b604
-@renamed_args(backend='route')
 def measure(
     model_or_id,                  # hub id, local folder, .gguf file, or a loaded transformers model
     tokenizer=None,               # tokenizer or id/path; None: the one beside the model (may stay None unless natural)
@@ -575,9 +570,9 @@ def measure(
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
-    check_choice(probe, 'probe', PROBES); check_route(route)
-    _check_device(device); _check_texts(texts)
-    T, n, eps, seed = check_int(T, 'T', 2), check_int(n, 'n', 1), check_eps(eps), check_int(seed, 'seed')
+    check_choice(probe, 'probe', PROBES); check_route(route); _check_device(device); _check_texts(texts)
+    eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
+    T = check_probe_length(check_int(T, 'T', 2), eps)          # Sink_1 at ε must be able to tell a sink from chance
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×

@@ -14,7 +14,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from .checks import check_choice, check_int
+from .checks import check_choice, check_int, eval_mode
 from .data import probe_batch
 from .hf import EditPlan, can_route_qk, run_with_cache, run_with_hooks
 from .metrics import SinkMeter
@@ -181,14 +181,12 @@ def intervene(
     if per_head: groups = {f'{g} L{l}H{h}': {l: [h]} for g, by in groups.items() for l, hs in by.items() for h in hs}
     ids, batch_size = _ids(model, inputs, tokenizer, T, n), check_int(batch_size, 'batch_size', 1)
     first = model.config.n_slots if isinstance(model, SinkLM) else 0
-    training = model.training; model.eval()
-    try:
+    with eval_mode(model):
         before, a0 = _run(model, ids, {}, 'mask_sink', batch_size)
         rows = []
         for (name, by), k in tqdm(list(product(groups.items(), kinds)), desc='intervene', disable=not progress):
             after, a1 = _run(model, ids, by, k, batch_size)
             rows.append(_row(name, k, by, before, after, a0[..., first], a1[..., first]))
-    finally: model.train(training)
     return pd.DataFrame(rows)
 
 # %% ../nbs/12_intervene.ipynb #3f10c808

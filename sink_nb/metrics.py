@@ -570,7 +570,7 @@ def heads(self:SinkResult,
     import pandas as pd
     if missing := [s for s in HEAD_STATS if s not in self.stats]:
         raise ValueError(f"heads() needs the per-head statistics {missing}: measure with activations=True on a path "
-                         "that hands over q, k and v (every SinkLM; backend='stream' for transformers models)")
+                         "that hands over q, k and v (every SinkLM; route='qk' for transformers models)")
     eps, local, dormant = check_eps(eps), check_eps(local, 'local'), check_eps(dormant, 'dormant')
     window = check_int(window, 'window', 1, self.stats['head_near_share'].shape[-1])
     v = self.stats['head_v_norm'].mean(0)                                              # (L, H, T_v)

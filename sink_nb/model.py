@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_model.ipynb #d94bd02e
 from __future__ import annotations
-import contextlib, math
+import math
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -18,7 +18,8 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, attend, choose_backend
-from .checks import NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields
+from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, eval_mode,
+                            interrupt_safe)
 from .metrics import SinkMeter, SinkResult
 
 # %% auto #0
@@ -496,16 +497,16 @@ def hook_points(self:SinkLM) -> dict[str, HookPoint]:
 
 # %% ../nbs/03_model.ipynb #2c1a656e
 @patch
-@contextlib.contextmanager
+@interrupt_safe
 def hooks(self:SinkLM, fwd_hooks:list):
-    "Within the block, run each `(name or predicate, fn)` of `fwd_hooks` on the matching hook points."
+    "Within the block, run each `(name or predicate, fn)` of `fwd_hooks` on the matching hook points; none after."
     handles, points = [], self.hook_points
     try:
         for name, fn in fwd_hooks:
             matched = [p for n, p in points.items() if name_filter(name)(n)]
             if not matched:
                 raise ValueError(f"no hook point matches {name!r}; hook points look like {list(points)[:4]}")
-            handles += [p.add_hook(fn) for p in matched]
+            for p in matched: handles.append(p.add_hook(fn))
         yield self
     finally:
         for h in handles: h.remove()
@@ -543,11 +544,9 @@ def metric_options(self:SinkLM, layer:int) -> dict:
 def measure_model(model:SinkLM, idx:Tensor, tokens:list|None=None, name:str|None=None, backend:str|None=None,
                   activations:bool=True, divisor:str='reference') -> SinkResult:
     "α (divided by `divisor`, `metrics.importance`), Sink_k and activation statistics of `model` on ids `idx` (B, T)."
-    meter, training = SinkMeter(model.metric_options, activations=activations, divisor=divisor), model.training
-    model.eval()
-    try:
-        with model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]): model(idx, backend=backend)
-    finally: model.train(training)
+    meter = SinkMeter(model.metric_options, activations=activations, divisor=divisor)
+    with eval_mode(model), model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]):
+        model(idx, backend=backend)
     alpha, stats = meter.result()
     cfg = model.config
     x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_choice, check_int
+from .checks import check_choice, check_int, eval_mode, interrupt_safe, raise_if_interrupted
 from .hf import run_with_cache
 from .metrics import first_token_norm_ratio
 from .model import SinkLM, n_positions
@@ -90,20 +90,22 @@ def _quantise_kv(proj:nn.Linear, heads:int, bits:int, granularity:str, keep_firs
     return proj.register_forward_hook(hook)
 
 # %% ../nbs/14_quant.ipynb #2573a660
-@contextlib.contextmanager
+@interrupt_safe
 def quantised(model, bits:int=8, granularity:str='tensor', keep_first:int=0, targets:str='acts'):
-    "Within the block, `model` runs with `targets` fake-quantised; hooks and weights are restored after."
+    "Within the block `model` runs with `targets` fake-quantised; after it (interrupted or not) nothing of it remains."
     want, _ = target_set(targets), check_choice(bits, 'bits', BITS)
     check_choice(granularity, 'granularity', GRANULARITIES)
+    if 'weights' in want and granularity == 'token':
+        raise ValueError("weights have no tokens: use granularity='tensor' or 'channel'")
     linears, handles, saved = quantisable_linears(model), [], {}
     try:
         if 'acts' in want:
             for m in linears.values():
                 handles.append(m.register_forward_pre_hook(
                     lambda mod, args: (fake_quantize(args[0], bits, granularity, keep_first),) + args[1:]))
-        if 'weights' in want: saved = _quantise_weights(linears, bits, granularity)
+        if 'weights' in want: _quantise_weights(linears, bits, granularity, saved)
         if 'kv' in want:
-            handles += [_quantise_kv(p, h, bits, granularity, keep_first) for p, h in kv_projections(model)]
+            for p, h in kv_projections(model): handles.append(_quantise_kv(p, h, bits, granularity, keep_first))
         yield model
     finally:
         for h in handles: h.remove()
@@ -112,14 +114,12 @@ def quantised(model, bits:int=8, granularity:str='tensor', keep_first:int=0, tar
 
 # %% ../nbs/14_quant.ipynb #007cb79e
 @torch.no_grad()
-def _quantise_weights(linears:dict, bits:int, granularity:str) -> dict:
-    "Round every weight in place (per tensor, or per output channel); the originals, to copy back."
-    if granularity == 'token': raise ValueError("weights have no tokens: use granularity='tensor' or 'channel'")
-    saved = {}
+def _quantise_weights(linears:dict, bits:int, granularity:str, saved:dict):
+    "Round each weight in place (per tensor or per output channel), its original kept in `saved` before it is rounded."
     for m in linears.values():                      # a weight is (out, in): one scale per output channel is per row
         saved[m] = m.weight.detach().clone()
         m.weight.copy_(fake_quantize(m.weight, bits, 'token' if granularity == 'channel' else 'tensor'))
-    return saved
+        raise_if_interrupted()                      # a Ctrl-C stops here, and the weights rounded so far go back
 
 # %% ../nbs/14_quant.ipynb #31c80bb7
 def _logits(model, ids:Tensor) -> Tensor:
@@ -153,13 +153,12 @@ def quantisation_study(
     "Perplexity of `ids` with `targets` fake-quantised to `bits` bits; the model is left as it was."
     ids = _check_ids(ids).to(next(model.parameters()).device); B, T = ids.shape
     _check_length(model, T)
-    if bits is not None: keep_first = check_int(keep_first, 'keep_first', 0, T - 1)
-    was_training = model.training; model.eval()
-    try:
-        with (quantised(model, bits, granularity, keep_first, targets) if bits is not None
-              else contextlib.nullcontext()):
-            logits = _logits(model, ids)
-    finally: model.train(was_training)
+    if bits is not None and check_int(keep_first, 'keep_first', 0) > T - 2:          # the last token predicts nothing
+        raise ValueError(f"`keep_first` = {keep_first} at T = {T} leaves no scored prediction made from a quantised "
+                         f"token (only tokens 0 … T - 2 are scored): use keep_first <= {T - 2}, or more tokens")
+    with eval_mode(model), (quantised(model, bits, granularity, keep_first, targets) if bits is not None
+                            else contextlib.nullcontext()):
+        logits = _logits(model, ids)
     nll = F.cross_entropy(logits[:, :-1].float().flatten(0, 1), ids[:, 1:].flatten(), reduction='none').view(B, -1)
     setting = dict(bits=bits, granularity=granularity if bits else None, keep_first=keep_first if bits else None,
                    targets=targets if bits else None)

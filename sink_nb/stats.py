@@ -223,7 +223,7 @@ def _check_seeds(group:list[dict]):
                              f"({r.get('seed')}): one experiment run twice, not two seeds; keep one of them")
 
 def summarise(rows:list[dict]) -> dict[str, dict]:
-    "variant -> {'n', 'steps', column: (mean, sd) or None; an onset: `onset_summary` (k of n); 'sink1_peak_steps'}."
+    "variant -> {'n', 'steps', column: (mean, sd: None if n = 1) or None, onset: `onset_summary`, 'sink1_peak_steps'}"
     out, groups = {}, {}
     for r in rows: groups.setdefault(r.get('variant_key', r['variant']), []).append(r)
     for group in groups.values():
@@ -233,7 +233,7 @@ def summarise(rows:list[dict]) -> dict[str, dict]:
         for c in stat_columns(rows):
             if c.startswith('onset>'): s[c] = onset_summary([r.get(c) for r in group]); continue
             vals = [r[c] for r in group if r.get(c) is not None]
-            s[c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0) if vals else None
+            s[c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else None) if vals else None
         s['sink1_peak_steps'] = sorted(r['sink1_peak_step'] for r in group if r.get('sink1_peak_step') is not None)
     return out
 
@@ -242,7 +242,7 @@ def _cell(x, digits:int, steps:list|None=None) -> str:
     if x is None: return '-'
     if isinstance(x, dict): return f"{x['k']}/{x['n']}" + (f" @{x['median_step']:g}" if x['k'] else '')
     at = '' if not steps else f" @{steps[0]}" + (f"-{steps[-1]}" if steps[-1] != steps[0] else '')
-    return f'{x[0]:.{digits}f} ± {x[1]:.{digits}f}{at}'
+    return f'{x[0]:.{digits}f}' + ('' if x[1] is None else f' ± {x[1]:.{digits}f}') + at     # one run: no spread
 
 def _eviction_note(rows:list[dict]) -> list[str]:
     "A line under the table saying what the eviction columns were measured on."
@@ -515,7 +515,7 @@ class Study:
 # %% ../nbs/15_stats.ipynb #2886aa32
 def _mean_sd(values, digits:int=1) -> str:
     v = np.asarray(values, dtype=float)
-    return f"{v.mean():.{digits}f} ± {v.std(ddof=1) if len(v) > 1 else 0:.{digits}f}"
+    return f"{v.mean():.{digits}f}" + (f" ± {v.std(ddof=1):.{digits}f}" if len(v) > 1 else " (n=1)")
 
 @patch
 def table(self:Study, stat:str='sink1', threshold:float=10.0, digits:int=1) -> 'pd.DataFrame':

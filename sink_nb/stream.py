@@ -44,6 +44,10 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
     check_choice(policy, 'policy', POLICIES)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
     if policy != 'dense': _check_window(window, T)                  # dense keeps everything: no window to check
+    if policy == 'sinks' and sinks + window > T - 2:
+        raise ValueError(f"`sinks` + `window` = {sinks} + {window} keeps every token of a text of `T` = {T}: nothing "
+                         f"is evicted and the sinks policy is dense; use sinks <= {max(T - 2 - window, 0)}, or "
+                         f"T >= {sinks + window + 2}")
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 

@@ -19,6 +19,7 @@ from torch import Tensor
 from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
+from .checks import eval_mode
 from .metrics import first_key_problem
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
@@ -173,10 +174,9 @@ def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
 def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autocast) -> dict:
     "Validation loss and the sink rates on the probe of `data` (a run's EvalSet); the SinkResult under '_result'."
     evals = data if isinstance(data, EvalSet) else eval_set(data, cfg, model.config.vocab_size)
-    was = model.training; model.eval()
-    losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
-    res = measure_model(model, evals.probe.to(device), activations=False, divisor=cfg.divisor)
-    model.train(was)
+    with eval_mode(model):
+        losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
+        res = measure_model(model, evals.probe.to(device), activations=False, divisor=cfg.divisor)
     rates = res.rate(k=None, eps=cfg.eps)[:cfg.sink_k]
     out = dict(val_loss=float(np.mean(losses)), sink={str(k + 1): round(float(r), 4) for k, r in enumerate(rates)})
     if res.n_slots: out['sink_star'] = round(res.slot_rate(cfg.eps), 4)

@@ -124,3 +124,13 @@ def test_bad_overrides_name_the_key(tmp_path):
 def test_unknown_command_lists_the_commands():
     out = run('fly')
     assert out.returncode == 2 and 'demo' in out.stderr and 'train' in out.stderr and 'prepare' in out.stderr
+
+
+@pytest.mark.parametrize('args', [['train', '--help'], ['train', '--list']])
+def test_output_into_a_closed_pipe_stops_quietly(args):
+    "`sink-nb train --help | head -1`: the reader is gone; no traceback, the exit status a shell gives `yes | head`."
+    read, write = os.pipe()
+    os.close(read)                             # closed before the first write: the broken pipe is certain, not a race
+    try: out = subprocess.run([str(SINK_NB), *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally: os.close(write)
+    assert out.stderr == '' and out.returncode == 141, (out.returncode, out.stderr)

@@ -1,0 +1,103 @@
+"""A Ctrl-C at any moment leaves every model as it was: a real SIGINT is sent at the k-th Python function entry of a
+call (sink_nb's, transformers', torch's: the points where CPython handles a pending signal), for every k, through each
+context that edits a model in place (hooks, the attention implementation, rounded weights, eval
+mode); afterwards every parameter and buffer, every hook list, every module's mode and the attention implementation are
+compared with the originals, and a plain forward pass must give the same logits as before."""
+import signal, sys
+
+import pytest
+import torch
+import transformers
+
+from sink_nb import hf, quant
+from sink_nb.intervene import intervene
+from sink_nb.model import SinkConfig, SinkLM, measure_model
+
+# A Ctrl-C that lands while Python closes a generator is reported as "Exception ignored" and dropped, by Python.
+pytestmark = pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
+
+
+def interrupt_at_call(k:int, call) -> str|None:
+    "Run `call()` with a real SIGINT sent as the k-th Python function starts; where that was (None: no k-th call)."
+    count, sent = 0, None
+    def tracer(frame, event, arg):                  # a function's start: where CPython runs a pending signal's handler
+        nonlocal count, sent
+        if event == 'call' and not sent:
+            count += 1
+            if count == k:
+                sent = ' < '.join(f'{f.f_code.co_name}:{f.f_lineno}' for f in _callers(frame, 6))
+                signal.raise_signal(signal.SIGINT)                           # handled as Python handles a Ctrl-C
+        return None
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.settrace(tracer)
+    try: call()
+    except KeyboardInterrupt: pass
+    finally: sys.settrace(None); signal.signal(signal.SIGINT, previous)
+    return sent
+
+
+def _callers(frame, n:int):
+    while frame is not None and n: yield frame; frame, n = frame.f_back, n - 1
+
+
+def snapshot(model) -> dict:
+    "Everything an edit could leave behind."
+    return dict(tensors={n: t.detach().clone() for n, t in model.state_dict(keep_vars=True).items()},
+                modes=[m.training for m in model.modules()],
+                hooks=[(len(m._forward_hooks), len(m._forward_pre_hooks)) for m in model.modules()],
+                attn=getattr(getattr(model, 'config', None), '_attn_implementation', None))
+
+
+def assert_unchanged(model, before:dict, forward, logits, where:str):
+    now = snapshot(model)
+    changed = [n for n, t in before['tensors'].items() if not torch.equal(now['tensors'][n], t)]
+    assert not changed, f"{where}: tensors changed: {changed[:3]}"
+    for what in ('modes', 'hooks', 'attn'): assert now[what] == before[what], f"{where}: {what} changed"
+    with torch.no_grad(): assert torch.equal(forward(), logits), f"{where}: a plain forward differs"
+
+
+def every_call(model, call, forward, at_least:int):
+    "Interrupt `call` at each function start in turn; the model is checked after each."
+    call()              # once whole first: transformers installs its own output-capturing hooks for good on first use
+    before = snapshot(model)
+    with torch.no_grad(): logits = forward()
+    k = 1
+    while where := interrupt_at_call(k, call):
+        assert_unchanged(model, before, forward, logits, f"interrupted at call {k} ({where})")
+        k += 1
+    assert k > at_least, f"only {k - 1} calls were interrupted"            # the trace did reach the code
+    assert_unchanged(model, before, forward, logits, 'after a whole call')
+
+
+@pytest.fixture(scope='module')
+def llama():
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=128, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(config)
+    model.train(); model.model.layers[1].eval()                  # modes a user set: each must come back as it was
+    return model
+
+
+@pytest.fixture(scope='module')
+def ids(): return torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+
+
+def test_run_with_cache_on_llama(llama, ids):
+    forward = lambda: llama(input_ids=ids, use_cache=False).logits
+    every_call(llama, lambda: hf.run_with_cache(llama, ids, route='qk'), forward, at_least=50)
+    every_call(llama, lambda: hf.run_with_cache(llama, ids, route='eager'), forward, at_least=20)
+
+
+def test_quantised_llama(llama, ids):                         # 'all': rounded weights, activation and KV hooks
+    forward = lambda: llama(input_ids=ids, use_cache=False).logits
+    every_call(llama, lambda: quant.quantisation_study(llama, ids, 4, 'tensor', 1, 'all'), forward, at_least=30)
+
+
+def test_sinklm_measure_and_intervene():
+    torch.manual_seed(0)
+    model = SinkLM(SinkConfig.from_name('tiny-cpu')); model.train()
+    x = torch.randint(0, 512, (2, 16), generator=torch.Generator().manual_seed(1))
+    forward = lambda: model(x)
+    every_call(model, lambda: measure_model(model, x), forward, at_least=30)
+    every_call(model, lambda: intervene(model, x, [(0, 1)], kind='mask_sink', progress=False), forward, at_least=30)
