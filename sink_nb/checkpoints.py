@@ -5,7 +5,6 @@
 # %% ../nbs/04_checkpoints.ipynb #6ff127da
 from __future__ import annotations
 import errno, hashlib, json, os, random, re, shutil, socket, time, warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import torch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checks import check_choice, check_int
+from .checks import check_choice, check_int, interrupt_safe
 
 # %% auto #0
 __all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
@@ -251,7 +250,7 @@ def stale_lock(lock:Path, owner:dict, me:dict) -> str|None:
     return None
 
 # %% ../nbs/04_checkpoints.ipynb #92896324
-@contextmanager
+@interrupt_safe                                  # a Ctrl-C while taking the lock waits, then frees it
 def folder_lock(folder:Path, name:str='.lock'):
     "Hold `folder`'s lock for the duration; refuse a folder another live process holds, saying how to free it."
     lock, me = folder / name, dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from . import __version__
 from .charts import svg_chart
-from .cli_models import (check_outputs, eps_arg, heads_parser, int_at_least, measure_parser, output_file,
-                                path_arg, quantize_parser, run_heads, run_measure, run_quantize, run_stream,
-                                run_trajectory, save_output, stream_parser, trajectory_parser)
+from .cli_models import (check_outputs, eps_arg, heads_parser, int_at_least, json_text, measure_parser,
+                                output_file, path_arg, quantize_parser, run_heads, run_measure, run_quantize,
+                                run_stream, run_trajectory, save_output, stream_parser, trajectory_parser)
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_train', 'run_compare', 'run_mitigations', 'run_cpu_study', 'main']
@@ -239,7 +239,7 @@ def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> 
     "Print the table; write the chart and the rows when asked; the table."
     from sink_nb.stats import stats_table, summarise
     table = stats_table(rows); print(table)
-    if out_json: save_output(out_json, json.dumps(dict(rows=rows, summary=summarise(rows)), indent=1))
+    if out_json: save_output(out_json, json_text(dict(rows=rows, summary=summarise(rows))))
     if chart:
         panels = [dict(series=_mean_curves(rows, 1), ylabel='Sink_1 (%)', ylim=(0, 100)),
                   dict(series=_mean_curves(rows, 2), ylabel='validation loss')]

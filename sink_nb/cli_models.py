@@ -4,16 +4,16 @@
 
 # %% ../nbs/19_cli_models.ipynb #b958bc7a
 from __future__ import annotations
-import argparse, json, os, tempfile
+import argparse, json, math, os, tempfile
 from pathlib import Path
 
 from .charts import svg_chart
 
 # %% auto #0
-__all__ = ['PROBE_KINDS', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'save_output', 'placement_flags',
-           'RenamedFlag', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser', 'run_quantize',
-           'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table', 'run_trajectory',
-           'trajectory_parser']
+__all__ = ['PROBE_KINDS', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
+           'placement_flags', 'RenamedFlag', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser',
+           'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table',
+           'run_trajectory', 'trajectory_parser']
 
 # %% ../nbs/19_cli_models.ipynb #99578ef5
 PROBE_KINDS = ('natural', 'random', 'repeated')
@@ -51,7 +51,7 @@ def output_file(text:str) -> Path:
         raise argparse.ArgumentTypeError(f"{text} is inside the run folder {run}: write outputs elsewhere")
     return p
 
-# %% ../nbs/19_cli_models.ipynb #c8110283
+# %% ../nbs/19_cli_models.ipynb #1f94a750
 def check_outputs(inputs, *outputs):
     "Output files that would overwrite an input (a run's own files) or each other are refused before the work."
     outs = [Path(o).resolve() for o in outputs if o]
@@ -60,6 +60,16 @@ def check_outputs(inputs, *outputs):
         if inside := [r for r in map(lambda i: Path(i).resolve(), inputs) if o == r or r in o.parents]:
             raise SystemExit(f"sink-nb: {o} is inside {inside[0]}, which is read: write the output elsewhere")
 
+def json_text(obj) -> str:
+    "`obj` as strict JSON: a number that is not one (NaN, ±inf: 'weights have no tokens') is null, never bare NaN."
+    def clean(v):
+        if isinstance(v, dict): return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)): return [clean(x) for x in v]
+        if hasattr(v, 'item') and getattr(v, 'ndim', 1) == 0: v = v.item()          # numpy and torch scalars
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+    return json.dumps(clean(obj), default=float, allow_nan=False)
+
+# %% ../nbs/19_cli_models.ipynb #c8110283
 def save_output(path:Path, text:str):
     "Write an output file; a failure (a full disk, a file removed under us) is one line, not a traceback."
     tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')          # replaced, never written through a hard link
@@ -191,7 +201,7 @@ def run_heads(args) -> dict:
         print(_group_summary(rows).to_string())
     out = dict(model=res.name, N=res.N, T=res.T, eps=args.eps, window=args.window, labels=counts.to_dict(),
                heads=table.to_dict('records'), intervene=None if rows is None else rows.to_dict('records'))
-    if args.json: save_output(args.json, json.dumps(out, default=float))
+    if args.json: save_output(args.json, json_text(out))
     return out
 
 # %% ../nbs/19_cli_models.ipynb #7fdea383
@@ -230,7 +240,9 @@ def _quant_inputs(args, text:str):
 def run_quantize(args) -> dict:
     "The `quantize` command: perplexity with fake-quantised activations, weights or KV against full precision."
     check_outputs([p for p in (args.model, args.texts) if p], args.json)
-    if max(args.keep_first) >= args.T: raise SystemExit(f"sink-nb quantize: --keep-first must be below --T {args.T}")
+    if max(args.keep_first) > args.T - 2:                                # the last token predicts nothing
+        raise SystemExit(f"sink-nb quantize: --keep-first {max(args.keep_first)} at --T {args.T} leaves no scored "
+                         f"prediction made from a quantised token: use --keep-first <= {args.T - 2}, or a larger --T")
     passages, source = (texts_file(args.texts, 'quantize'), str(args.texts)) if args.texts else (None, 'python-docs')
     from sink_nb import corpora, quant
     from sink_nb.model import n_positions
@@ -247,7 +259,7 @@ def run_quantize(args) -> dict:
     print(table.to_string(index=False, formatters=dict(ppl='{:.2f}'.format, ratio='{:.3f}'.format)))
     print('‖h₁‖ / median ‖hₜ‖ by layer:', *(f'{v:.1f}' for v in norms), f'(largest: layer {norms.index(max(norms))})')
     out = dict(model=name, text=source, T=args.T, dtype=str(p.dtype)[6:], norms=norms, rows=table.to_dict('records'))
-    if args.json: save_output(args.json, json.dumps(out, default=float))
+    if args.json: save_output(args.json, json_text(out))
     return out
 
 # %% ../nbs/19_cli_models.ipynb #bf9e34fa
@@ -311,7 +323,7 @@ def run_stream(args) -> dict:
         save_output(args.chart, svg_chart([dict(series=series, ylabel='perplexity')],
                                         title=f'window {args.window}, sinks {args.sinks}', width=640))
     if args.json:
-        save_output(args.json, json.dumps(dict(rows=rows, past_window=past, window=args.window, sinks=args.sinks)))
+        save_output(args.json, json_text(dict(rows=rows, past_window=past, window=args.window, sinks=args.sinks)))
     return past
 
 # %% ../nbs/19_cli_models.ipynb #0dfb4ce7
@@ -357,6 +369,17 @@ def onset_table(onsets:list[dict]) -> str:
 _TABLE = ['label', 'step', 'tokens', 'sink1', 'first_share_worst', 'induction_max', 'previous_max', 'zero_share',
           'norm_ratio_max', 'entropy_ratio_min']
 
+def _trajectory_notes(meta:dict) -> list[str]:
+    "What a run's header adds: that it is still training; that its Sink_1 is not measured as its log measures it."
+    training = meta.get('training')
+    notes = [f"still training ({meta['status']}): the checkpoints it had saved when read"] if training else []
+    if differs := meta['probe'].get('differs'):
+        gap = meta.get('log_gap')
+        notes.append(f"not the run's own probe ({differs}): Sink_1 " + ('has no step in common with its log'
+                     if gap is None else f"differs from its log by up to {gap:g} points at the steps both have"))
+    return notes
+
+# %% ../nbs/19_cli_models.ipynb #3cffc17b
 def run_trajectory(args) -> dict:
     "The `trajectory` command: every checkpoint of a series measured on fixed probes; onsets, chart and JSON."
     check_outputs([s for s in args.sources if Path(s).exists()], args.json, args.chart)
@@ -366,14 +389,17 @@ def run_trajectory(args) -> dict:
         thresholds = check_thresholds(dict(args.threshold or []))
         traj = trajectory(args.sources, args.revisions, args.T, args.n, args.eps, args.tokens_per_step, texts,
                           args.seed, dtype=args.dtype, device=args.device)
-    except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb trajectory: {e}") from None
+    except (OSError, ValueError, RuntimeError) as e:
+        why = str(e).replace('`tokens_per_step`', '--tokens-per-step').replace('`texts`', '--texts')   # the flags
+        raise SystemExit(f"sink-nb trajectory: {why}") from None
     m, out = traj.meta, traj.to_json(thresholds)
     print(f"sink_nb trajectory: {m['model']} ({m['kind']}), {len(traj.rows)} checkpoints; probe: T={m['probe']['T']}, "
           f"n={m['probe']['n']}, ε={m['eps']}, induction on {m['probe']['induction']['half']} random tokens × 2")
+    for note in _trajectory_notes(m): print(note)
     print(traj.frame()[_TABLE].to_string(index=False))
     print('onsets (the first checkpoint past each threshold):'); print(onset_table(out['onsets']))
     if args.chart: save_output(args.chart, traj.chart()); print(f'wrote {args.chart}')
-    if args.json: save_output(args.json, json.dumps(out, default=float)); print(f'wrote {args.json}')
+    if args.json: save_output(args.json, json_text(out)); print(f'wrote {args.json}')
     return out
 
 # %% ../nbs/19_cli_models.ipynb #af43c4e8
@@ -386,8 +412,8 @@ def trajectory_parser(sub):
                    "stage1-step5000-tokens21B")
     t.add_argument('--tokens-per-step', type=int_at_least(1), help='for names that give only a step (Pythia: 2097152)')
     t.add_argument('--T', type=int_at_least(4), help="tokens per sample (default: a run's probe length, else 64)")
-    t.add_argument('--n', type=int_at_least(1), default=16, help='samples per probe (default 16)')
-    t.add_argument('--eps', type=eps_arg, default=0.3)
+    t.add_argument('--n', type=int_at_least(1), help="samples per probe (default: all of a run's probe, else 16)")
+    t.add_argument('--eps', type=eps_arg, help="Sink_1's threshold (default: a run's ε, else 0.3)")
     t.add_argument('--threshold', type=threshold_arg, nargs='+', metavar='NAME=VALUE',
                    help='onset thresholds, e.g. sink1=20 induction_max=0.3')
     t.add_argument('--texts', type=path_arg, help='a UTF-8 text file for transformers models (default: built-in text)')

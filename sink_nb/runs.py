@@ -4,10 +4,10 @@
 
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
-import errno, hashlib, json, os, shutil, socket, warnings
+import errno, hashlib, json, math, os, shutil, socket, warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Iterator, Literal, NamedTuple
 
 import yaml
 from fastcore.basics import patch
@@ -217,6 +217,11 @@ class Event(NamedTuple):
     detail:dict
 
 # %% ../nbs/05_runs.ipynb #12598cc0
+def _number(v, name:str, lo:float|None=None, hi:float|None=None, none:bool=False) -> float|None:
+    "`check_float`, quick for the plain finite floats a log holds: a million lines are read in seconds."
+    if type(v) is float and math.isfinite(v) and (lo is None or v >= lo) and (hi is None or v <= hi): return v
+    return check_float(v, name, lo, hi, allow_none=none)
+
 def parse_record(rec) -> Evaluation|Event:
     "One line of a run's log, checked: an Evaluation or an Event; a ValueError saying what is wrong."
     if not isinstance(rec, dict): raise ValueError(f"not a JSON object but {type(rec).__name__} {str(rec)[:40]}")
@@ -227,30 +232,30 @@ def parse_record(rec) -> Evaluation|Event:
     sink = rec.get('sink')
     if not isinstance(sink, dict) or not sink or not all(isinstance(k, str) and k.isdigit() for k in sink):
         raise ValueError(f"`sink` must map k = 1, 2, ... to Sink_k (%), got {str(sink)[:40]}")
-    number = lambda name, lo=None, hi=None, none=False: check_float(rec.get(name), name, lo, hi, allow_none=none)
+    number = lambda name, lo=None, hi=None, none=False: _number(rec.get(name), name, lo, hi, none)
     return Evaluation(step, check_int(rec.get('tokens'), 'tokens', 0), number('lr', 0), number('loss', none=True),
-                      number('val_loss'),
-                      {int(k): check_float(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
+                      number('val_loss'), {int(k): _number(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
                       number('sink_star', 0, 100, True), number('time', 0, none=True))
 
 # %% ../nbs/05_runs.ipynb #cad7f289
-def _read_log(path:Path, quiet:bool=False) -> list[Evaluation|Event]:
-    "The checked records of a log, in order; a torn, foreign or out-of-order line is named in a warning and dropped."
-    out, last = [], -1
-    for i, line in enumerate(path.read_text(errors='replace').splitlines() if path.is_file() else [], 1):
-        if not line.strip(): continue
-        try:
-            rec = parse_record(json.loads(line))
-            if isinstance(rec, Evaluation) and rec.step <= last:
-                raise ValueError(f"step {rec.step} does not follow step {last}")
-        except json.JSONDecodeError: why = 'torn (an interrupted write) or not JSON'
-        except RecursionError: why = 'nested too deeply to be a record'
-        except ValueError as e: why = str(e)
-        else:
-            if isinstance(rec, Evaluation): last = rec.step
-            out.append(rec); continue
-        if not quiet: warnings.warn(f"{path}: line {i} dropped: {why}", stacklevel=3)
-    return out
+def _read_log(path:Path, quiet:bool=False) -> Iterator[Evaluation|Event]:
+    "The checked records of a log, in order, streamed; a torn, foreign or out-of-order line is named and dropped."
+    if not path.is_file(): return
+    last = -1
+    with open(path, errors='replace') as lines:           # streamed: a long log is never held whole
+        for i, line in enumerate(lines, 1):
+            if not line.strip(): continue
+            try:
+                rec = parse_record(json.loads(line))
+                if isinstance(rec, Evaluation) and rec.step <= last:
+                    raise ValueError(f"step {rec.step} does not follow step {last}")
+            except json.JSONDecodeError: why = 'torn (an interrupted write) or not JSON'
+            except RecursionError: why = 'nested too deeply to be a record'
+            except ValueError as e: why = str(e)
+            else:
+                if isinstance(rec, Evaluation): last = rec.step
+                yield rec; continue
+            if not quiet: warnings.warn(f"{path}: line {i} dropped: {why}", stacklevel=3)
 
 # %% ../nbs/05_runs.ipynb #2564353b
 @patch
@@ -428,13 +433,13 @@ def result(self:Run, step:int|None=None) -> SinkResult:
     "α on the run's probe at checkpoint `step` (default: the newest good one): saved if its stamp fits, else measured."
     model, step = self.model(step)
     stamp, path = dict(step=step, config=self.fingerprint()), self._own(self.RESULT)
-    try: saved = SinkResult.load(path) if path.is_file() else None
+    try: res = SinkResult.load(path) if path.is_file() else None
     except (OSError, ValueError, SafetensorError) as e:
-        warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again"); saved = None
-    if saved is not None and all(saved.metadata.get(k) == v for k, v in stamp.items()): return saved
-    res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False,
-                        divisor=self.config.train.divisor)
-    res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")
+        warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again"); res = None
+    if res is None or any(res.metadata.get(k) != v for k, v in stamp.items()):
+        res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False,
+                            divisor=self.config.train.divisor)
+    res.metadata |= stamp | dict(run=str(self.path), data="the run's probe")     # the folder read, even in a copy
     return res
 
 # %% ../nbs/05_runs.ipynb #ff50564a
@@ -550,17 +555,20 @@ def status(self:Run) -> str:
     "In words: 'complete at step N', 'interrupted at step N (last checkpoint ...)', 'stopped: ...', 'running ...'."
     if not self.path.is_dir(): return 'no such folder'
     if not self.is_run: return 'empty' if not self._contents() else 'not a run'
-    try: steps, evals, events, ckpts = (self.config.train.steps, self.metrics(quiet=True), self.events(),
-                                        self.checkpoints)
+    try:
+        steps, ckpts, stop, resumed, seen = self.config.train.steps, self.checkpoints, None, [], 0
+        for r in _read_log(self._own(self.METRICS), quiet=True):     # one pass, keeping only what the words need
+            if not isinstance(r, Event): seen = r.step
+            elif r.kind == 'non-finite': stop = r
+            elif r.kind == 'resumed': resumed.append(str(r.step))
     except ValueError as e: return f'unreadable ({e})'
     last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
     if owner := self._live_owner():
         s = 'starting' if owner.get('starting') else f"running (process {owner['pid']} on {owner['host']})"
-    elif stop := [e for e in events if e.kind == 'non-finite']:
-        s = f"stopped at step {stop[-1].step}: {stop[-1].detail.get('what', 'not finite')} ({last})"
+    elif stop: s = f"stopped at step {stop.step}: {stop.detail.get('what', 'not finite')} ({last})"
+    elif seen > steps: s = f"inconsistent: its log runs to step {seen}, past the {steps} steps it is set to ({last})"
     elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
-    else: s = f"interrupted at step {max([e.step for e in evals[-1:]] + ckpts[-1:] + [0])} of {steps} ({last})"
-    resumed = [str(e.step) for e in events if e.kind == 'resumed']
+    else: s = f"interrupted at step {max([seen] + ckpts[-1:])} of {steps} ({last})"
     return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
 
 # %% ../nbs/05_runs.ipynb #b80fd89f

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 from fastcore.basics import patch
+from safetensors import SafetensorError
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -24,7 +25,8 @@ from .runs import Run
 # %% auto #0
 __all__ = ['FORMATION_STATS', 'ARCHITECTURE', 'CHART_STATS', 'meter_batches', 'hidden_size', 'formation_stats', 'Checkpoint',
            'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
-           'run_probes', 'hf_probes', 'load_point', 'Trajectory', 'trajectory', 'check_thresholds']
+           'run_probes', 'hf_probes', 'load_point', 'measure_point', 'log_gap', 'Trajectory', 'trajectory',
+           'check_thresholds']
 
 # %% ../nbs/18_trajectory.ipynb #666f0a41
 def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
@@ -65,14 +67,15 @@ def hidden_size(model) -> int:
 
 # %% ../nbs/18_trajectory.ipynb #fd49892e
 def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict, eps:float=0.3,
-                    batch_size:int=16, route:str='auto') -> dict:
+                    batch_size:int=16, route:str='auto', divisor:str='reference') -> dict:
     "Sink, circuit, massive-activation and entropy statistics of one model: scalars and their per-layer arrays."
     n_slots = model.config.n_slots if isinstance(model, SinkLM) else 0
     if isinstance(model, SinkLM) and model.config.sink_token:                   # a learnt token before position 0
         diagonals = {name: (offset, first + 1) for name, (offset, first) in diagonals.items()}
     with warnings.catch_warnings():       # an eager pass lacks k and v norms; only the hidden-state norms are read
         warnings.filterwarnings('ignore', message='eager attention hands over no q, k, v')
-        alpha, st = meter_batches(model, text_ids, batch_size, route, zeros=True, entropy=True, activations=True)
+        alpha, st = meter_batches(model, text_ids, batch_size, route, zeros=True, entropy=True, activations=True,
+                                  divisor=divisor)
     _, circ = meter_batches(model, induction_ids, batch_size, route, compute_alpha=False, diagonals=diagonals)
     first = alpha[..., n_slots].mean((0, 2))                                   # (L,) α of the first real token
     ratio = first_token_norm_ratio(st['hidden_norm']).mean(0)[1:]              # (L,) after each block
@@ -121,6 +124,8 @@ def series_points(sources:list[str], revisions:list[str], tokens_per_step:int|No
         if len(sources) > 1 or revisions:
             raise ValueError(f"{runs[0]} is a run folder, whose series is its own checkpoints: give it alone (no "
                              "other sources, no `revisions`)")
+        if tokens_per_step: raise ValueError("`tokens_per_step` does not apply to a run folder: a run's tokens come "
+                                             "from its checkpoints")
         run = Run(runs[0])
         return [Checkpoint(f'step-{s}', str(run.path), s) for s in run.checkpoints], f"the run folder {runs[0]}"
     if revisions:
@@ -144,6 +149,10 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
         raise ValueError(f"a trajectory needs at least two checkpoints; {what} gives {len(points)}")
     if len({(p.source, p.revision, p.step) for p in points}) < len(points):
         raise ValueError(f"{what} names a checkpoint twice")
+    at, name = {}, lambda p: p.source + (f'@{p.revision}' if p.revision else '')
+    for p in points:                                      # 'step100' and 'step0100': two points at one step
+        if p.step is not None and (q := at.setdefault(p.step, p)) is not p:
+            raise ValueError(f"{name(q)} and {name(p)} both claim step {p.step}: a series has one checkpoint a step")
     return sorted(points, key=lambda p: p.step) if all(p.step is not None for p in points) else points
 
 # %% ../nbs/18_trajectory.ipynb #9e75c79e
@@ -184,15 +193,18 @@ class Probes:
     diagonals:dict                # {name: (offset, first query)} of `induction`
     info:dict                     # how they were drawn
 
-def run_probes(run:Run, T:int|None, n:int, seed:int) -> Probes:
-    "The run's own probe (first `n` rows, cut to `T`); repeated random tokens of those its validation data holds."
-    evals = run.eval_set()
-    T = check_int(T, 'T', 4, evals.probe.shape[1], allow_none=True) or evals.probe.shape[1]
+def run_probes(run:Run, T:int|None, n:int|None, seed:int, eps:float|None=None) -> Probes:
+    "The run's probe as its log measures it (else the first `n` rows cut to `T`); repeated random tokens of its data."
+    evals, cfg = run.eval_set(), run.config.train
+    (N, T0), eps = evals.probe.shape, cfg.eps if eps is None else eps
+    T, n = check_int(T, 'T', 4, T0, allow_none=True) or T0, check_int(n, 'n', 1, N, allow_none=True) or N
     text, half, vocab = evals.probe[:n, :T], T // 2, run.config.model.vocab_size
     unseen = sorted(set(range(vocab)) - set(evals.val.unique().tolist()))       # random, but of the run's own data
     ids, diagonals = induction_probe(len(text), half, vocab, unseen, seed=seed)
-    info = dict(text=f"the run's probe ({evals.info.get('probe', 'rows')})", T=T, n=len(text),
-                induction=dict(half=half, seed=seed, ids=vocab - len(unseen)))
+    differs = [f"n={n} of its {N} samples"] * (n < N) + [f"T={T} of its {T0}"] * (T < T0) + \
+        [f"ε={eps}, not its {cfg.eps}"] * (eps != cfg.eps)                   # Sink_1 then is not the log's number
+    info = dict(text=f"the run's probe ({evals.info.get('probe', 'rows')})", T=T, n=n, divisor=cfg.divisor,
+                differs='; '.join(differs) or None, induction=dict(half=half, seed=seed, ids=vocab - len(unseen)))
     return Probes(text, ids, diagonals, info)
 
 # %% ../nbs/18_trajectory.ipynb #7887ce7f
@@ -212,12 +224,35 @@ def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
     "The model of one checkpoint, the tokens it had seen, and its tokenizer (None for a run's SinkLM)."
     run = Run(point.source)
-    if run.is_run:
-        model, step = run.model(point.step)                                 # verified, its state.json included
-        tokens = checkpoint_state(run.path, step).get('tokens')             # ... which says the tokens seen
-        return model.to(device or 'cpu'), tokens, None
-    model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
-    return model, point.tokens, tokenizer
+    if not run.is_run:
+        model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
+        return model, point.tokens, tokenizer
+    try: tokens, (model, _) = checkpoint_state(run.path, point.step).get('tokens'), run.model(point.step)   # verified
+    except (OSError, ValueError, SafetensorError):
+        if point.step in run.checkpoints: raise
+        raise FileNotFoundError(f"checkpoint step {point.step} of {run.path} was removed while being read (a trainer "
+                                "keeps only its newest checkpoints): run again") from None
+    return model.to(device or 'cpu'), tokens, None
+
+# %% ../nbs/18_trajectory.ipynb #2e42cac2
+def measure_point(point:Checkpoint, model, probes:Probes, eps:float, batch_size:int, measured:list[str]) -> dict:
+    "`formation_stats` of one checkpoint; non-finite weights or statistics refused, naming it and what was measured."
+    why = None if all(bool(w.isfinite().all()) for w in model.parameters()) else 'its weights hold NaN or inf'
+    try: stats = {} if why else formation_stats(model, probes.text, probes.induction, probes.diagonals, eps,
+                                                batch_size, divisor=probes.info.get('divisor', 'reference'))
+    except ValueError as e: why, stats = str(e), {}                      # activations past the dtype's range, say
+    if bad := [k for k in FORMATION_STATS if not math.isfinite(stats.get(k, 0))]: why = f"{', '.join(bad)} not finite"
+    if why:                                             # a NaN passes no threshold: an onset would move, unsaid
+        done = ' to '.join(dict.fromkeys(measured[:1] + measured[-1:])) or 'none'
+        raise ValueError(f"checkpoint {point.label} ({point.source}) cannot be measured: {why}. Measured before it: "
+                         f"{done}; leave it out of the series, or restore it")
+    return stats
+
+def log_gap(run:Run, rows:list[dict]) -> float|None:
+    "The largest |Sink_1 − the run's logged Sink_1| over the steps both have; None when they share none."
+    logged = {e.step: e.sink.get(1) for e in run.metrics(quiet=True)}
+    gaps = [abs(r['sink1'] - logged[r['step']]) for r in rows if logged.get(r['step']) is not None]
+    return round(max(gaps), 2) if gaps else None
 
 # %% ../nbs/18_trajectory.ipynb #62896082
 @dataclass
@@ -230,8 +265,8 @@ def trajectory(
     sources,                      # one run folder; or model folders / GGUF files; or one hub id with `revisions`
     revisions=None,               # hub branches, tags or commits (Pythia 'step1000', OLMo 'stage1-step…-tokens…B')
     T:int|None=None,              # tokens per text sample (default: the run's probe length, else 64)
-    n:int=16,                     # samples of each probe
-    eps:float=0.3,                # Sink_1 threshold
+    n:int|None=None,              # samples of each probe (default: all of the run's probe, else 16)
+    eps:float|None=None,          # Sink_1 threshold (default: the run's ε, else 0.3)
     tokens_per_step:int|None=None,# tokens per step when names say only steps (Pythia: 2_097_152)
     texts=None,                   # natural texts for transformers models (default: the built-in passages)
     seed:int=0,                   # seed of the induction probe
@@ -241,22 +276,28 @@ def trajectory(
 ) -> Trajectory:
     "Sink, circuit, massive-activation and entropy statistics of every checkpoint of a series, on fixed probes."
     points = checkpoint_series(sources, revisions, tokens_per_step)
-    n, eps, seed = check_int(n, 'n', 1), check_eps(eps), check_int(seed, 'seed', 0)
-    kind = 'run' if Run(points[0].source).is_run else 'transformers'
-    architecture = check_one_architecture(points)[0] if kind == 'transformers' else None
+    run = Run(points[0].source) if Run(points[0].source).is_run else None
+    if run and texts is not None: raise ValueError("`texts` does not apply to a run folder: it is measured on its own "
+                                                   "probe, as its log is")
+    eps = check_eps(eps if eps is not None else run.config.train.eps if run else 0.3)
+    n, seed = check_int(n, 'n', 1, allow_none=True), check_int(seed, 'seed', 0)
+    status = run and run.status                                      # before reading: a trainer may write on
+    architecture = None if run else check_one_architecture(points)[0]
     rows, probes = [], None
     for p in tqdm(points, desc='trajectory', unit='checkpoint', disable=not progress, leave=False):
         model, tokens, tokenizer = load_point(p, dtype, device)
         if probes is None:
-            probes = run_probes(Run(p.source), T, n, seed) if kind == 'run' else \
-                hf_probes(tokenizer, model.config, T, n, texts, seed)
+            probes = run_probes(run, T, n, seed, eps) if run else hf_probes(tokenizer, model.config, T, n or 16, texts,
+                                                                             seed)
             if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
                 raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
-        stats = formation_stats(model, probes.text, probes.induction, probes.diagonals, eps, batch_size)
+        stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows])
         rows.append(dict(label=p.label, source=p.source, revision=p.revision, step=p.step, tokens=tokens) | stats)
-    name = Run(points[0].source).name if kind == 'run' else \
-        points[0].source if revisions else Path(points[0].source).resolve().parent.name
-    return Trajectory(rows, dict(model=name, kind=kind, architecture=architecture, eps=eps, probe=probes.info))
+    name = run.name if run else points[0].source if revisions else Path(points[0].source).resolve().parent.name
+    meta = dict(model=name, kind='run' if run else 'transformers', architecture=architecture, eps=eps,
+                probe=probes.info)
+    if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
+    return Trajectory(rows, meta)
 
 # %% ../nbs/18_trajectory.ipynb #e8d89484
 def check_thresholds(thresholds) -> dict[str, float]:

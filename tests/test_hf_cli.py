@@ -91,3 +91,50 @@ def test_heads_runs_where_it_is_told(tiny_gpt2):
     if not torch.cuda.is_available():
         out = run('heads', tiny_gpt2, '--T', '16', '--n', '2', '--device', 'cuda', '--quiet')
         assert out.returncode == 1 and 'no CUDA device' in out.stderr and 'Traceback' not in out.stderr, out.stderr
+
+
+@pytest.fixture(scope='module')
+def small_vocab_gpt2(tmp_path_factory):
+    "A GPT-2 of 1,000 ids beside a tokenizer of 30,522: the natural probe holds ids the model has no row for."
+    import torch, transformers
+    root = tmp_path_factory.mktemp('small-vocab')
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=1000))
+    for step in ('step1', 'step2'):                              # a series for `trajectory`
+        model.save_pretrained(root / step); transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(root / step)
+    return root
+
+
+def test_ids_past_the_vocabulary_are_named(small_vocab_gpt2):
+    for args in (['measure', small_vocab_gpt2 / 'step1', '--T', '16', '--n', '2'],
+                 ['trajectory', small_vocab_gpt2 / 'step1', small_vocab_gpt2 / 'step2', '--T', '16', '--n', '2']):
+        out = run(*args)
+        assert out.returncode == 1 and "outside the model's vocabulary of 1000 (ids 0 … 999)" in out.stderr, out.stderr
+        assert 'Traceback' not in out.stderr and 'IndexError' not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize('args, says', [
+    (['measure', '{m}', '--T', '2', '--n', '1'], '`T` = 2 is too short for Sink_1 at ε = 0.3: below T = 10'),
+    (['quantize', '{m}', '--T', '2', '--keep-first', '0', '1'], 'use --keep-first <= 0'),
+    (['stream', '{m}', '--T', '16', '--window', '4', '--sinks', '12'], 'the sinks policy is dense; use sinks <= 10'),
+])
+def test_settings_where_the_number_cannot_vary_are_refused(tiny_gpt2, args, says):
+    out = run(*[a.format(m=tiny_gpt2) for a in args])
+    assert out.returncode == 1 and says in out.stderr and 'Traceback' not in out.stderr, out.stderr
+
+
+def test_quantize_json_is_strict_json(tmp_path):
+    import json, math, torch, transformers
+    torch.manual_seed(0)                                   # a Llama: GPT-2's Conv1D layers are not nn.Linear
+    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=30522)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / 'llama')
+    transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(tmp_path / 'llama')
+    out = run('quantize', tmp_path / 'llama', '--T', '16', '--bits', '8', '--granularity', 'tensor', 'token', '--targets',
+              'weights', '--json', tmp_path / 'q.json')
+    assert out.returncode == 0, out.stderr
+    def refuse(name): raise AssertionError(f'bare {name} in the JSON')
+    saved = json.loads((tmp_path / 'q.json').read_text(), parse_constant=refuse)
+    token = [r for r in saved['rows'] if r['granularity'] == 'token']
+    assert token and all(r['ppl'] is None and r['note'] == 'weights have no tokens' for r in token), token
+    assert all(math.isfinite(r['ppl']) for r in saved['rows'] if r['granularity'] != 'token')

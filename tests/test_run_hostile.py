@@ -116,3 +116,25 @@ def test_a_full_disk_during_training_is_one_line(tmp_path):
         assert res.returncode != 0 and 'Traceback' not in res.stderr, res.stderr[-1500:]
         assert 'not enough disk space' in res.stderr and 'MiB free' in res.stderr, res.stderr   # before: "0.00 GiB"
     finally: subprocess.run(['umount', str(disk)])
+
+
+def test_a_long_log_is_streamed_once_and_its_end_is_what_status_says(run, tmp_path):
+    import tracemalloc
+    from sink_nb.runs import Run
+    copy = tmp_path / 'r'; shutil.copytree(run, copy)
+    line = ('{"step": %d, "tokens": %d, "lr": 0.0004, "loss": 2.5, "val_loss": 2.4, "sink": {"1": 12.5, "2": 3.0, '
+            '"3": 1.0, "4": 0.5, "5": 0.25}, "time": 1.5}\n')
+    write = lambda n: (copy / Run.METRICS).write_text(''.join(line % (s, s * 4096) for s in range(n)))
+    write(100_000)                                                                                      # 16 MB
+    said = repr(Run(copy))
+    assert 'inconsistent: its log runs to step 99999, past the 20 steps it is set to' in said, said   # not 'complete'
+    write(20_000)                                                   # memory, with tracemalloc's slowdown, on less
+    tracemalloc.start()
+    try:
+        Run(copy).status; status_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak(); kept = Run(copy).metrics(quiet=True)
+        held, peak = tracemalloc.get_traced_memory()
+    finally: tracemalloc.stop()
+    assert status_peak < 2 ** 20, status_peak                       # a step and the events kept, not the log
+    assert len(kept) == 20_000 and kept[-1].sink[5] == 0.25
+    assert peak < 1.2 * held + 2 ** 20, (peak, held)                # what it returns, and a line besides

@@ -54,12 +54,36 @@ def test_demo_run_series_prints_onsets_in_under_a_minute(demo_run, tmp_path):
     assert [r['tokens'] for r in saved['rows']] == [s * 64 * 64 for s in steps]
     assert took < 60, f'{took:.1f} s'                                          # the issue's bound, with start-up
     lines = out.stdout.splitlines()
-    assert lines[0].startswith('sink_nb trajectory: demo (run), 9 checkpoints; probe: T=64, n=16')
+    assert lines[0].startswith('sink_nb trajectory: demo (run), 9 checkpoints; probe: T=64, n=32, ε=0.3'), lines[0]
+    logged = {r['step']: r['sink']['1'] for r in map(json.loads, (demo_run / 'metrics.jsonl').read_text().splitlines())
+              if 'sink' in r}
+    assert abs(saved['rows'][-1]['sink1'] - logged[160]) < 0.01, (saved['rows'][-1]['sink1'], logged)   # one number
+    assert saved['meta']['log_gap'] < 0.01 and "not the run's own probe" not in out.stdout
     sink = next(l for l in lines if l.startswith('sink1 '))
     onset = next(o for o in saved['onsets'] if o['statistic'] == 'sink1')
     assert onset['onset'] in sink and onset['step'] is not None and not onset['at_start'], sink
     assert saved['rows'][-1]['sink1'] > 10 > saved['rows'][0]['sink1']      # the demo's sink forms inside the series
     assert (tmp_path / 't.svg').read_text().count('<polyline') == 6
+
+
+def test_a_run_measured_on_less_than_its_probe_or_still_training_says_so(demo_run):
+    from sink_nb.runs import Run
+    with Run(demo_run).lock():                                                   # as its trainer holds it
+        out = run('trajectory', demo_run, '--n', '4', '--eps', '0.5')
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[1:3]
+    assert head[0].startswith(f'still training (running (process {os.getpid()} on'), head
+    assert head[1].startswith("not the run's own probe (n=4 of its 32 samples; ε=0.5, not its 0.3): Sink_1 differs "
+                              "from its log by up to"), head
+
+
+@pytest.mark.parametrize('flag, says', [('--tokens-per-step', "a run's tokens come from its checkpoints"),
+                                        ('--texts', 'it is measured on its own probe')])
+def test_a_run_refuses_what_does_not_apply_to_it(demo_run, tmp_path, flag, says):
+    (tmp_path / 't.txt').write_text('Some text.')
+    out = run('trajectory', demo_run, flag, tmp_path / 't.txt' if flag == '--texts' else '64')
+    assert out.returncode != 0 and f'{flag} does not apply to a run folder' in out.stderr and says in out.stderr, \
+        out.stderr
 
 
 def test_two_saved_transformers_checkpoints(llamas):
