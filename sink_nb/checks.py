@@ -76,7 +76,11 @@ def check_finite(x:Tensor, name:str) -> Tensor:
 
 def check_token_ids(ids:Tensor, vocab_size:int, name:str='ids') -> Tensor:
     "`ids` if each is a row of the model's embedding (0 … vocab_size - 1); else a ValueError naming those that are not."
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+    if not isinstance(ids, Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool \
+            or ids.ndim != 2 or not ids.numel():
+        raise ValueError(f"`{name}` must be a non-empty (B, T) tensor of integer token ids, got "
+                         f"{getattr(ids, 'dtype', type(ids).__name__)} {tuple(getattr(ids, 'shape', ()))}")
+    if ids.min().item() < 0 or ids.max().item() >= vocab_size:                  # Python ints: int8 ids cannot wrap
         bad = ids[(ids < 0) | (ids >= vocab_size)].unique().tolist()
         shown = f"{bad[:5]}{' …' if len(bad) > 5 else ''} ({len(bad)} distinct)"
         raise ValueError(f"`{name}` holds token ids {shown} outside the model's vocabulary of {vocab_size} (ids 0 … "

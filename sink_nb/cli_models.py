@@ -43,6 +43,8 @@ def output_file(text:str) -> Path:
     "A file to write, checked before any work: not a folder, in a folder that exists and takes files; replaced."
     p = path_arg(text)
     if p.is_dir(): raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    if p.is_symlink() or (p.exists() and not p.is_file()):           # replacing it would break a link, pipe or device
+        raise argparse.ArgumentTypeError(f"{text} is a link or not a regular file: give a new file name")
     if not p.parent.is_dir(): raise argparse.ArgumentTypeError(f"the folder {p.parent} does not exist")
     try: tempfile.TemporaryFile(dir=p.parent).close()
     except OSError as e: raise argparse.ArgumentTypeError(f"cannot write in {p.parent} ({e.strerror or e})") from None
@@ -113,6 +115,7 @@ def _measure_table(res, eps:float) -> str:
 # %% ../nbs/19_cli_models.ipynb #8eec9452
 def run_measure(args) -> dict:
     "The `measure` command: Sink_1 of a model per layer and overall; optionally save the SinkResult."
+    check_outputs([p for p in (args.model, args.texts) if p], args.out)      # never into the model folder read
     texts = texts_file(args.texts) if args.texts else None
     from sink_nb.hf import measure
     try:
@@ -176,6 +179,7 @@ def _group_summary(rows) -> 'pd.DataFrame':
 # %% ../nbs/19_cli_models.ipynb #bbabe501
 def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
+    check_outputs([args.model], args.json)
     from sink_nb.data import probe_batch
     from sink_nb.hf import load_model, measure
     from sink_nb.metrics import HEAD_LABELS
@@ -229,7 +233,8 @@ def _quant_inputs(args, text:str):
     from sink_nb import corpora, hf, runs
     if str(args.model).strip() and Path(args.model).is_dir() and (run := runs.Run(args.model)).is_run:
         if not (tok := run.config.train.tokenizer): raise ValueError(f"{run.path} has no tokenizer: it trained on ids")
-        (model, _), tok, name = run.model(), corpora.get_tokenizer(tok), str(run.path)
+        (model, step), tok = run.model(), corpora.get_tokenizer(tok)
+        name = f"{run.path} (checkpoint step {step}" + ('' if run.summary else f"; the run is {run.status}") + ')'
         model = model.to(args.device or 'cpu', getattr(torch, args.dtype or 'float32'))
     else:
         model, tok, name = hf.load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')

@@ -23,7 +23,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
 from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, interrupt_safe
-from .data import PROBES, probe_batch
+from .data import PROBES, declared_add_bos, probe_batch
 from .metrics import SinkMeter, SinkResult
 from .corpora import local_path
 from .model import SinkLM, name_filter
@@ -103,12 +103,16 @@ def _config(model_or_id):
     given, src, kw = resolve_model(model_or_id)
     with _reading(given, kw): return AutoConfig.from_pretrained(src, **kw)
 
+# %% ../nbs/11_hf.ipynb #a8d3d3c3
 def _tokenizer(tokenizer, model_or_id):
     "A tokenizer: the one given, one loaded from an id/path, or the one beside the model (None for a loaded model)."
     if tokenizer is None and isinstance(model_or_id, (str, Path, ModelSource)): tokenizer = model_or_id
     if not isinstance(tokenizer, (str, Path, ModelSource)): return tokenizer
     given, src, kw = resolve_model(tokenizer)
-    with _reading(given, kw): return AutoTokenizer.from_pretrained(src, **kw)
+    with _reading(given, kw): tok = AutoTokenizer.from_pretrained(src, **kw)
+    if (declared := declared_add_bos(src, kw.get('gguf_file'))) is not None and hasattr(tok, 'add_bos_token'):
+        tok.add_bos_token = declared            # the model's files decide, not the transformers version (09_data)
+    return tok
 
 # %% ../nbs/11_hf.ipynb #b2e69dd3
 _HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
@@ -132,7 +136,11 @@ def load_model(
         (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
         with _reading(name, kw):
             dtype = _resolve_dtype(dtype, device)
-            model = _HEADS[head].from_pretrained(src, config=config, dtype=dtype, **kw).to(device)
+            model, info = _HEADS[head].from_pretrained(src, config=config, dtype=dtype, output_loading_info=True, **kw)
+        if missing := sorted(info.get('missing_keys') or []):       # they would be random: a number about nothing
+            raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
+                             f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
+        model = model.to(device)
     return model.eval(), _tokenizer(tokenizer, model_or_id), name
 
 # %% ../nbs/11_hf.ipynb #db5ed575

@@ -27,7 +27,7 @@ __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 
            'POSITIONS_BIAS_SCORES', 'name_to_config', 'INITS', 'RMSNorm', 'GatedMLP', 'PlainMLP', 'NoPE', 'RoPE',
            'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi', 't5_bucket', 'BucketBias',
            'Relative', 'RelativeReference', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block', 'SinkLM',
-           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf', 'n_positions']
+           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf', 'n_positions', 'embedding_rows']
 
 # %% ../nbs/03_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
@@ -591,3 +591,7 @@ def n_positions(model) -> int|None:
     config = getattr(model, 'config', None)
     text = config.get_text_config() if hasattr(config, 'get_text_config') else config
     return getattr(text, 'max_position_embeddings', None)
+
+def embedding_rows(model) -> int:
+    "Token ids a `SinkLM` (its vocab_size) or a transformers model (its input embedding's rows) can read."
+    return model.config.vocab_size if isinstance(model, SinkLM) else model.get_input_embeddings().num_embeddings

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_choice, check_int, eval_mode, interrupt_safe, raise_if_interrupted
+from .checks import (check_choice, check_int, check_token_ids, eval_mode, interrupt_safe,
+                            raise_if_interrupted)
 from .hf import run_with_cache
 from .metrics import first_token_norm_ratio
-from .model import SinkLM, n_positions
+from .model import SinkLM, embedding_rows, n_positions
 
 # %% auto #0
 __all__ = ['BITS', 'GRANULARITIES', 'TARGETS', 'fake_quantize', 'target_set', 'quantisable_linears', 'kv_projections',
@@ -133,10 +134,11 @@ def _check_length(model, T:int):
         raise ValueError(f"`ids` has T = {T} tokens, more than the model's {limit} positions")
 
 # %% ../nbs/14_quant.ipynb #3f2fe161
-def _check_ids(ids) -> Tensor:
+def _check_ids(ids, model) -> Tensor:
+    "Token ids (B, T >= 2) that `model` can read."
     if not isinstance(ids, Tensor) or ids.dtype not in (torch.int32, torch.int64) or ids.ndim not in (1, 2):
         raise ValueError(f"`ids` must be token ids (T,) or (B, T), got {getattr(ids, 'shape', type(ids).__name__)}")
-    ids = ids[None] if ids.ndim == 1 else ids
+    ids = check_token_ids(ids[None] if ids.ndim == 1 else ids, embedding_rows(model))
     check_int(ids.shape[1], 'T (tokens in `ids`)', 2)
     return ids
 
@@ -151,7 +153,7 @@ def quantisation_study(
     targets:str='acts',         # 'acts' (Linear inputs), 'weights', 'kv' (key/value projections) or 'all'
 ) -> dict:                      # ppl, nll (T - 1,) per position, and the setting
     "Perplexity of `ids` with `targets` fake-quantised to `bits` bits; the model is left as it was."
-    ids = _check_ids(ids).to(next(model.parameters()).device); B, T = ids.shape
+    ids = _check_ids(ids, model).to(next(model.parameters()).device); B, T = ids.shape
     _check_length(model, T)
     if bits is not None and check_int(keep_first, 'keep_first', 0) > T - 2:          # the last token predicts nothing
         raise ValueError(f"`keep_first` = {keep_first} at T = {T} leaves no scored prediction made from a quantised "
@@ -168,7 +170,7 @@ def quantisation_study(
 @torch.no_grad()
 def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     "(L,) ‖h_1‖ / median_t ‖h_t‖ of the residual stream after each block, averaged over samples."
-    ids = _check_ids(ids).to(next(model.parameters()).device); _check_length(model, ids.shape[1])
+    ids = _check_ids(ids, model).to(next(model.parameters()).device); _check_length(model, ids.shape[1])
     wanted = lambda name: name.endswith('hook_resid_post')
     _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
         run_with_cache(model, ids, names_filter=wanted)
@@ -180,6 +182,9 @@ def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 't
                        targets=('acts',)) -> pd.DataFrame:
     "The baseline and every (targets, bits, granularity, keep_first): ppl and its ratio to the baseline."
     base = quantisation_study(model, ids, bits=None)
+    if not math.isfinite(base['ppl']):                                   # every ratio would be NaN or 1, unsaid
+        raise ValueError(f"the model's own perplexity on these ids is {base['ppl']}: its weights or activations are "
+                         "not finite, so no quantisation cost can be measured")
     rows = [dict(targets='none', bits='fp', granularity='-', keep_first='-', ppl=base['ppl'], ratio=1.0, note='')]
     for t, b, g in itertools.product(targets, bits, granularity):
         weights_only = target_set(t) == {'weights'}                       # keep_first rounds no token of a weight

@@ -325,7 +325,7 @@ def checkpoint(self:Run, step:int|None=None) -> dict:
         if (ckpt := latest_good_checkpoint(self.path)) is None:
             raise FileNotFoundError(f"{self.path} holds no complete checkpoint")
         return self.check_checkpoint(ckpt)
-    if step not in self.checkpoints:
+    if check_int(step, 'step', 0) not in self.checkpoints:                    # 10.0 is not the checkpoint step10
         raise ValueError(f"`step`={step} is not a checkpoint of {self.path}; it has {self.checkpoints}")
     return self.check_checkpoint(load_checkpoint(self.path, step))
 

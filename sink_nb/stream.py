@@ -11,8 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import check_choice, check_int
-from .model import n_positions
+from .checks import check_choice, check_int, check_token_ids
+from .model import embedding_rows, n_positions
 
 # %% auto #0
 __all__ = ['POLICIES', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_cache', 'recomputed_nll', 'stream_nll',
@@ -129,18 +129,18 @@ def recomputed_nll(model, ids:Tensor, policy:str, window:int, sinks:int=4, progr
     return out if ids.ndim == 2 else out[0]
 
 # %% ../nbs/13_stream.ipynb #5e4f69e5
-def _length(ids) -> int:
-    "The number of tokens of `ids`, one sequence of token ids."
+def _length(ids, model) -> int:
+    "The number of tokens of `ids`, one sequence of token ids that `model` can read."
     if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.is_floating_point():
         raise ValueError(f"`ids` must be a 1-D tensor of token ids, got {getattr(ids, 'shape', type(ids).__name__)}")
-    return len(ids)
+    return check_token_ids(ids[None], embedding_rows(model)).shape[1]
 
 @torch.no_grad()
 def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=4, positions:str='cache',
                progress:bool=False) -> Tensor:
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."
     check_choice(positions, 'positions', ('cache', 'original'))
-    check_stream_args(policy, window, sinks, _length(ids), n_positions(model))
+    check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model))
     if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
     if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
         return recomputed_nll(model, ids, policy, window, sinks, progress)
@@ -179,7 +179,7 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=POLICIES, every:in
 def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=POLICIES, positions:str='cache',
                  every:int=1, progress:bool=False) -> dict[str, Tensor]:
     "policy -> NLL per predicted position (T - 1,); `recompute` only at every `every`-th position (NaN elsewhere)."
-    policies = check_study_args(_length(ids), window, sinks, policies, every, positions, n_positions(model))
+    policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model))
     out = {}
     for p in policies:
         if p == 'recompute' and every > 1: out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)

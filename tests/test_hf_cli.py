@@ -19,7 +19,8 @@ def tiny_gpt2(tmp_path_factory):
     import torch, transformers
     folder = tmp_path_factory.mktemp('tiny-gpt2')
     torch.manual_seed(0)
-    transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=30522)).save_pretrained(folder)
+    config = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=30522, initializer_range=0.5)   # peaky heads:
+    transformers.GPT2LMHeadModel(config).save_pretrained(folder)        # at 0.02 every head spreads evenly (α₁ = chance)
     transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
     return folder
 
@@ -59,28 +60,31 @@ def test_unloadable_model_fails_cleanly(tmp_path):
 def test_heads_labels_every_head_and_intervenes(tiny_gpt2, tmp_path):
     import json
     from sink_nb.hf import measure
+    from sink_nb.attention import uniform_first_alpha
     alpha1 = sorted(measure(tiny_gpt2, T=24, n=4, pack=True, activations=True, progress=False).heads().alpha1)
-    eps = (alpha1[3] + alpha1[4]) / 2                                    # half the random model's heads count as sinks
+    eps = (alpha1[-3] + alpha1[-2]) / 2                                  # two of the random model's heads are sinks ...
+    assert eps > uniform_first_alpha(24), alpha1                          # ... above what an even head has at T = 24
     out = run('heads', tiny_gpt2, '--T', '24', '--n', '4', '--eps', eps, '--intervene', '--group-size', '1',
               '--seeds', '2', '--kinds', 'mask_sink', 'zero_head', '--json', tmp_path / 'h.json', '--quiet')
     assert out.returncode == 0, out.stderr
     saved = json.loads((tmp_path / 'h.json').read_text())
     assert len(saved['heads']) == 2 * 4 and sum(saved['labels'].values()) == 8
     assert {r['label'] for r in saved['heads']} <= {'sink', 'dormant', 'local', 'broad'}
-    assert sum(r['label'] in ('sink', 'dormant') for r in saved['heads']) == 4
+    assert sum(r['label'] in ('sink', 'dormant') for r in saved['heads']) == 2
     assert len(saved['intervene']) == 2 * (1 + 2 + 2)                     # kinds × (sink + 2 non-sink + 2 random)
     assert {r['n_heads'] for r in saved['intervene']} == {1}
     assert 'labels: sink' in out.stdout and 'intervention: 1 heads per group' in out.stdout
     out = run('heads', tiny_gpt2, '--T', '24', '--n', '4', '--eps', eps, '--intervene', '--group-size', '5', '--quiet')
     assert out.returncode == 1 and 'Traceback' not in out.stderr, out.stderr
-    assert '`size`=5 heads per group is more than the 4 sink heads or the 4 other heads' in out.stderr, out.stderr
+    assert '`size`=5 heads per group is more than the 2 sink heads or the 6 other heads' in out.stderr, out.stderr
 
 
 def test_heads_refuses_what_it_cannot_do(tiny_gpt2):
     out = run('heads', tiny_gpt2, '--T', '24', '--n', '2', '--eps', '0.9', '--intervene', '--quiet')
     assert out.returncode == 1 and 'no head sinks at this ε' in out.stderr, out.stderr
-    out = run('heads', MINILM, '--n', '1', '--T', '16', '--intervene', '--eps', '0.05', '--quiet')
-    assert out.returncode == 1 and 'bidirectional' in out.stderr and 'Traceback' not in out.stderr, out.stderr
+    out = run('heads', MINILM, '--n', '1', '--T', '16', '--intervene', '--eps', '0.3', '--quiet')   # an encoder:
+    assert out.returncode == 1 and 'Traceback' not in out.stderr, out.stderr     # its LM head would be random weights
+    assert '6 weights are missing from its files (cls.predictions.bias' in out.stderr, out.stderr
 
 
 def test_heads_runs_where_it_is_told(tiny_gpt2):
@@ -138,3 +142,24 @@ def test_quantize_json_is_strict_json(tmp_path):
     token = [r for r in saved['rows'] if r['granularity'] == 'token']
     assert token and all(r['ppl'] is None and r['note'] == 'weights have no tokens' for r in token), token
     assert all(math.isfinite(r['ppl']) for r in saved['rows'] if r['granularity'] != 'token')
+
+
+def test_outputs_never_land_in_the_model_folder_read(tiny_gpt2):
+    weights = (tiny_gpt2 / 'model.safetensors').read_bytes()
+    for args in (['measure', tiny_gpt2, '--T', '16', '--n', '2', '--out', tiny_gpt2 / 'model.safetensors'],
+                 ['heads', tiny_gpt2, '--T', '16', '--n', '2', '--json', tiny_gpt2 / 'config.json']):
+        out = run(*args)
+        assert out.returncode == 1 and 'which is read: write the output elsewhere' in out.stderr, out.stderr
+    assert (tiny_gpt2 / 'model.safetensors').read_bytes() == weights
+
+
+def test_a_model_with_missing_weights_is_not_measured(tiny_gpt2, tmp_path):
+    import shutil
+    from safetensors.torch import load_file, save_file
+    shutil.copytree(tiny_gpt2, tmp_path / 'm')
+    weights = load_file(tmp_path / 'm' / 'model.safetensors')
+    save_file({k: v for k, v in weights.items() if '.h.1.' not in k}, tmp_path / 'm' / 'model.safetensors',
+              metadata={'format': 'pt'})                                        # block 1's weights gone
+    out = run('measure', tmp_path / 'm', '--T', '16', '--n', '2')
+    assert out.returncode == 1 and 'weights are missing from its files' in out.stderr, out.stderr
+    assert 'Sink_1 =' not in out.stdout
