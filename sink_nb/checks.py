@@ -217,6 +217,7 @@ class _Guard:
         if threading.current_thread() is threading.main_thread() and callable(signal.getsignal(signal.SIGINT)):
             self.old = signal.signal(signal.SIGINT, self); _Guard.stack.append(self)
         try: value = next(self.gen)
+        except StopIteration: self.release(); raise RuntimeError("an interrupt_safe context is entered once") from None
         except BaseException: self.release(); raise
         if self.pending:                             # a Ctrl-C during the edit: undo it now, not after the block
             self.pending, interrupt = False, KeyboardInterrupt()
@@ -237,7 +238,10 @@ class _Guard:
     def release(self):
         "Put the previous handler back; an interrupt that waited arrives now."
         if self.old is None: return
-        signal.signal(signal.SIGINT, self.old); _Guard.stack.remove(self); self.old = None
+        above = next((g for g in _Guard.stack if g.old is self), None)       # left before a context entered after it
+        if above is not None: above.old = self.old
+        else: signal.signal(signal.SIGINT, self.old)
+        _Guard.stack.remove(self); self.old = None
         if self.pending: self.pending = False; signal.raise_signal(signal.SIGINT)
 
 _GUARD_CODE = {_Guard.__enter__.__code__, _Guard.__exit__.__code__, _Guard.release.__code__}

@@ -94,6 +94,13 @@ class RenamedFlag(argparse.Action):
         parser.error(f"{option_string} is now {self.new}")
 
 # %% ../nbs/19_cli_models.ipynb #4d19de60
+def _not_a_run(model, command:str):
+    "A sink_nb run folder is not a transformers model: say which commands read one."
+    from sink_nb.runs import Run
+    if str(model).strip() and Path(model).is_dir() and Run(model).is_run:
+        raise SystemExit(f"sink-nb {command}: {model} is a sink_nb run folder, not a transformers model; read it with "
+                         "`sink-nb trajectory`, `compare`, `quantize` or `stream`, or `Run(folder).result()` in Python")
+
 def texts_file(path:Path, command:str='measure') -> list[str]:
     "Passages of a UTF-8 text file, separated by blank lines; an error naming the file when there are none."
     try: passages = [p.strip() for p in Path(path).read_text(encoding='utf-8').split('\n\n') if p.strip()]
@@ -116,13 +123,15 @@ def _measure_table(res, eps:float) -> str:
 def run_measure(args) -> dict:
     "The `measure` command: Sink_1 of a model per layer and overall; optionally save the SinkResult."
     check_outputs([p for p in (args.model, args.texts) if p], args.out)      # never into the model folder read
+    _not_a_run(args.model, 'measure')
     texts = texts_file(args.texts) if args.texts else None
     from sink_nb.hf import measure
     try:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
                       device=args.device, batch_size=args.batch_size, activations=args.activations, pack=args.pack,
                       route=args.route, seed=args.seed, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos])
-    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
+    except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
+        raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     md = res.metadata
     print(f"sink_nb measure: {res.name} ({md['model_class']}), probe={args.probe}, N={res.N} (skipped {md['skipped']})"
           f", T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, route={md['route']}")
@@ -179,7 +188,7 @@ def _group_summary(rows) -> 'pd.DataFrame':
 # %% ../nbs/19_cli_models.ipynb #bbabe501
 def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
-    check_outputs([args.model], args.json)
+    check_outputs([args.model], args.json); _not_a_run(args.model, 'heads')
     from sink_nb.data import probe_batch
     from sink_nb.hf import load_model, measure
     from sink_nb.metrics import HEAD_LABELS
@@ -193,7 +202,8 @@ def run_heads(args) -> dict:
         table = res.heads(args.eps, args.window)
         groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}
         rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
-    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
+    except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
+        raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
     counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
     print(f"sink_nb heads: {res.name} ({res.metadata['device']}, {res.metadata['dtype']}), N={res.N} samples of "
           f"T={res.T}, ε={args.eps}, window={args.window}")

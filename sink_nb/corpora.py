@@ -16,7 +16,8 @@ from .checks import check_choice, check_int
 
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path', 'hub_reachable', 'corpus_files', 'is_saved_dataset',
-           'text_paragraphs', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer']
+           'text_paragraphs', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'declared_add_bos',
+           'gguf_tokenizer']
 
 # %% ../nbs/07_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -226,9 +227,25 @@ def get_tokenizer(name:str='bytes'):
     if name == 'bytes': return ByteTokenizer()
     from transformers import AutoTokenizer
     path = local_path(name, 'name')
-    if path is not None and path.suffix.lower() == '.gguf':
-        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    if path is not None and path.suffix.lower() == '.gguf': return gguf_tokenizer(path)
     if path is not None: return AutoTokenizer.from_pretrained(str(path))
     try: return AutoTokenizer.from_pretrained(name, local_files_only=True)              # the hub cache first
     except (OSError, ValueError): _hub_check(name, 'name', 'a folder written by `save_pretrained`, or a .gguf file')
     return AutoTokenizer.from_pretrained(name)
+
+# %% ../nbs/07_corpora.ipynb #b248f1ec
+def declared_add_bos(folder, gguf_file:str|None=None) -> bool|None:
+    "Does a GGUF file say to put a BOS first (its boolean `tokenizer.ggml.add_bos_token`)? None: not a GGUF, or unsaid."
+    if not gguf_file: return None             # a folder's tokenizer_config.json is read by transformers itself, alike
+    from gguf import GGUFReader, GGUFValueType                  # gguf: a dependency, read lazily (only GGUF files)
+    field = GGUFReader(Path(folder) / gguf_file).fields.get('tokenizer.ggml.add_bos_token')
+    if field is None or field.types != [GGUFValueType.BOOL]: return None       # absent, or not a boolean: unsaid
+    return bool(field.parts[field.data[0]][0])
+
+def gguf_tokenizer(path) -> object:
+    "The tokenizer of a GGUF file, putting a BOS first only if the file says to (transformers 5.0 adds one regardless)."
+    from transformers import AutoTokenizer
+    path = Path(path); tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    declared = declared_add_bos(path.parent, path.name)
+    if declared is not None and getattr(tok, 'add_bos_token', None) != declared: tok.add_bos_token = declared
+    return tok

@@ -17,8 +17,8 @@ from .corpora import ByteTokenizer, builtin_texts
 from .shards import FORMAT_VERSION, Encoder, TokenShards, document_batches, token_dtype, tokenizer_key
 
 # %% auto #0
-__all__ = ['PROBES', 'Blocks', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'declared_add_bos',
-           'probe_batch', 'document_probe']
+__all__ = ['PROBES', 'Blocks', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch',
+           'document_probe']
 
 # %% ../nbs/09_data.ipynb #7ee47045
 class Blocks:
@@ -201,18 +201,6 @@ def _bos_prefix(tokenizer, add_bos:bool|None) -> list[int]:
     if add_bos is None or prefix: return prefix
     if tokenizer.bos_token_id is None: raise ValueError("`add_bos=True` needs a tokenizer with a `bos_token`")
     return [tokenizer.bos_token_id]
-
-# %% ../nbs/09_data.ipynb #b248f1ec
-def declared_add_bos(folder, gguf_file:str|None=None) -> bool|None:
-    "Does a model's own files say to put a BOS first? (GGUF `tokenizer.ggml.add_bos_token`, else tokenizer_config.json)"
-    folder = Path(folder)
-    if gguf_file:
-        from gguf import GGUFReader                              # gguf: a dependency, read lazily (only GGUF files)
-        field = GGUFReader(folder / gguf_file).fields.get('tokenizer.ggml.add_bos_token')
-        return None if field is None else bool(field.parts[field.data[0]][0])
-    config = folder / 'tokenizer_config.json'
-    declared = json.loads(config.read_text()).get('add_bos_token') if config.is_file() else None
-    return declared if isinstance(declared, bool) else None              # None: nothing declared, or not a folder
 
 # %% ../nbs/09_data.ipynb #7be52e22
 def _texts(texts, text_column:str):

@@ -22,10 +22,10 @@ from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_f
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
-from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, interrupt_safe
-from .data import PROBES, declared_add_bos, probe_batch
+from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
+from .data import PROBES, probe_batch
 from .metrics import SinkMeter, SinkResult
-from .corpora import local_path
+from .corpora import gguf_tokenizer, local_path
 from .model import SinkLM, name_filter
 
 # %% auto #0
@@ -109,10 +109,9 @@ def _tokenizer(tokenizer, model_or_id):
     if tokenizer is None and isinstance(model_or_id, (str, Path, ModelSource)): tokenizer = model_or_id
     if not isinstance(tokenizer, (str, Path, ModelSource)): return tokenizer
     given, src, kw = resolve_model(tokenizer)
-    with _reading(given, kw): tok = AutoTokenizer.from_pretrained(src, **kw)
-    if (declared := declared_add_bos(src, kw.get('gguf_file'))) is not None and hasattr(tok, 'add_bos_token'):
-        tok.add_bos_token = declared            # the model's files decide, not the transformers version (09_data)
-    return tok
+    with _reading(given, kw):                       # a GGUF file's BOS as the file says, in every transformers version
+        if 'gguf_file' in kw: return gguf_tokenizer(Path(src) / kw['gguf_file'])
+        return AutoTokenizer.from_pretrained(src, **kw)
 
 # %% ../nbs/11_hf.ipynb #b2e69dd3
 _HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
@@ -124,7 +123,7 @@ def load_model(
     device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
     config=None,                # the model's config when already read (saves parsing a GGUF file twice)
     head:str='base',            # 'base': without the LM head (measuring); 'causal_lm': with it (losses, KV cache)
-) -> tuple[PreTrainedModel, object, str]:  # model (eval mode), tokenizer (or None), name
+) -> tuple[PreTrainedModel, object, str]:  # model (loaded: eval mode; given: as it was), tokenizer, name
     "Load a transformers model and its tokenizer from the hub, a folder or a GGUF file; or pass a loaded one through."
     check_choice(head, 'head', _HEADS)
     device, config = _check_device(device), config or _config(model_or_id)
@@ -132,16 +131,15 @@ def load_model(
         model, name = model_or_id, getattr(model_or_id, 'name_or_path', '') or type(model_or_id).__name__
         if dtype is not None: model = model.to(_resolve_dtype(dtype, 'cpu'))
         if device is not None: model = model.to(device)
-    else:
-        (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
-        with _reading(name, kw):
-            dtype = _resolve_dtype(dtype, device)
-            model, info = _HEADS[head].from_pretrained(src, config=config, dtype=dtype, output_loading_info=True, **kw)
-        if missing := sorted(info.get('missing_keys') or []):       # they would be random: a number about nothing
-            raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
-                             f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
-        model = model.to(device)
-    return model.eval(), _tokenizer(tokenizer, model_or_id), name
+        return model, _tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
+    (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
+    with _reading(name, kw):
+        model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
+                                                   output_loading_info=True, **kw)
+    if missing := sorted(info.get('missing_keys') or []):               # they would be random: a number about nothing
+        raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
+                         f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
+    return model.to(device).eval(), _tokenizer(tokenizer, model_or_id), name
 
 # %% ../nbs/11_hf.ipynb #db5ed575
 def _check_length(config, T:int, allow_longer:bool):
@@ -512,15 +510,17 @@ def measure_ids(
 ) -> tuple[Tensor|None, dict, str, str]:    # α (N, L, H, T) (None without compute_alpha), statistics, route, why
     "α (N, L, H, T) and statistics of the probe `ids`, batch by batch through a SinkMeter; the route taken and why."
     batch_size, route = check_int(batch_size, 'batch_size', 1), check_route(route)
+    ids = check_token_ids(ids, model.get_input_embeddings().num_embeddings)     # all of them, before any pass
     new_meter = lambda: SinkMeter(activations=activations, **meter_options)
     alphas, stats, used, wants = [], {}, None, new_meter().wants
-    for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
-        p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, route, base=True)
-        if used is None or p.route != used[0]: used = p.route, p.reason
-        if p.route == 'eager': route = 'eager'                  # a fallback is said once, then kept
-        a, s = p.hook.result()
-        alphas.append(a)
-        for name, v in s.items(): stats.setdefault(name, []).append(v)
+    with eval_mode(model):                                  # no dropout in a measurement; the model's modes come back
+        for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
+            p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, route, base=True)
+            if used is None or p.route != used[0]: used = p.route, p.reason
+            if p.route == 'eager': route = 'eager'              # a fallback is said once, then kept
+            a, s = p.hook.result()
+            alphas.append(a)
+            for name, v in s.items(): stats.setdefault(name, []).append(v)
     if activations and used[0] == 'eager':
         warnings.warn("eager attention hands over no q, k, v: k_norm, v_norm, qk1_cos and qk1_norm are unavailable",
                       stacklevel=3)

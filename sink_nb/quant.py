@@ -111,14 +111,15 @@ def quantised(model, bits:int=8, granularity:str='tensor', keep_first:int=0, tar
     finally:
         for h in handles: h.remove()
         with torch.no_grad():
-            for m, w in saved.items(): m.weight.copy_(w)
+            for weight, original in saved.items(): weight.copy_(original)
 
 # %% ../nbs/14_quant.ipynb #007cb79e
 @torch.no_grad()
 def _quantise_weights(linears:dict, bits:int, granularity:str, saved:dict):
     "Round each weight in place (per tensor or per output channel), its original kept in `saved` before it is rounded."
     for m in linears.values():                      # a weight is (out, in): one scale per output channel is per row
-        saved[m] = m.weight.detach().clone()
+        if m.weight in saved: continue              # a weight two modules share (tied) is rounded, and kept, once
+        saved[m.weight] = m.weight.detach().clone()
         m.weight.copy_(fake_quantize(m.weight, bits, 'token' if granularity == 'channel' else 'tensor'))
         raise_if_interrupted()                      # a Ctrl-C stops here, and the weights rounded so far go back
 
@@ -172,8 +173,9 @@ def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     "(L,) ‖h_1‖ / median_t ‖h_t‖ of the residual stream after each block, averaged over samples."
     ids = _check_ids(ids, model).to(next(model.parameters()).device); _check_length(model, ids.shape[1])
     wanted = lambda name: name.endswith('hook_resid_post')
-    _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
-        run_with_cache(model, ids, names_filter=wanted)
+    with eval_mode(model):                                                  # no dropout in a measurement
+        _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
+            run_with_cache(model, ids, names_filter=wanted)
     norms = [cache[n].float().norm(dim=-1) for n in sorted(cache, key=lambda n: int(n.split('.')[1]))]   # (B, T) each
     return torch.stack([first_token_norm_ratio(h).mean() for h in norms]).cpu()
 

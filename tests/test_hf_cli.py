@@ -163,3 +163,15 @@ def test_a_model_with_missing_weights_is_not_measured(tiny_gpt2, tmp_path):
     out = run('measure', tmp_path / 'm', '--T', '16', '--n', '2')
     assert out.returncode == 1 and 'weights are missing from its files' in out.stderr, out.stderr
     assert 'Sink_1 =' not in out.stdout
+
+
+def test_weights_of_the_wrong_shape_are_one_line(tiny_gpt2, tmp_path):
+    import shutil, torch
+    from safetensors.torch import load_file, save_file
+    shutil.copytree(tiny_gpt2, tmp_path / 'm')
+    weights = load_file(tmp_path / 'm' / 'model.safetensors')
+    weights['transformer.h.0.mlp.c_fc.weight'] = torch.zeros(3, 3)            # not what config.json describes
+    save_file(weights, tmp_path / 'm' / 'model.safetensors', metadata={'format': 'pt'})
+    out = run('measure', tmp_path / 'm', '--T', '16', '--n', '2')
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith('sink-nb measure: '), out.stderr
+    assert 'Traceback' not in out.stderr, out.stderr
