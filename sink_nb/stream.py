@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import check_choice, check_int, check_token_ids
+from .checks import check_choice, check_int, check_token_ids, eval_mode
 from .model import embedding_rows, n_positions
 
 # %% auto #0
@@ -141,10 +141,11 @@ def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."
     check_choice(positions, 'positions', ('cache', 'original'))
     check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model))
-    if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
-    if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
-        return recomputed_nll(model, ids, policy, window, sinks, progress)
-    return _stream_cached(model, ids, policy, window, sinks, positions, progress)
+    with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
+        if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
+        if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
+            return recomputed_nll(model, ids, policy, window, sinks, progress)
+        return _stream_cached(model, ids, policy, window, sinks, positions, progress)
 
 # %% ../nbs/13_stream.ipynb #410b2fd6
 def _study_grid(T:int, policies, every:int) -> range:
@@ -181,9 +182,10 @@ def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=POLICI
     "policy -> NLL per predicted position (T - 1,); `recompute` only at every `every`-th position (NaN elsewhere)."
     policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model))
     out = {}
-    for p in policies:
-        if p == 'recompute' and every > 1: out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)
-        else: out[p] = stream_nll(model, ids, p, window, sinks, positions, progress).detach().cpu()
+    with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
+        for p in policies:
+            if p == 'recompute' and every > 1: out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)
+            else: out[p] = stream_nll(model, ids, p, window, sinks, positions, progress).detach().cpu()
     return out
 
 # %% ../nbs/13_stream.ipynb #9f0dbfab
@@ -246,7 +248,7 @@ def long_ids(tokenizer, T:int) -> Tensor:
 
 # %% ../nbs/13_stream.ipynb #14b457ed
 def load_causal_lm(model_or_id, dtype=None, device='cpu'):
-    "A transformers causal LM (with its head) and tokenizer, in eval mode, through `hf.load_model` (float32 on CPU)."
+    "A transformers causal LM (with its head) and tokenizer through `hf.load_model` (loaded: float32 on CPU, eval mode)."
     from sink_nb.hf import load_model
     if isinstance(model_or_id, torch.nn.Module): dtype = device = None           # a loaded model stays as it is
     else: dtype = dtype or torch.float32
