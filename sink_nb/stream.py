@@ -248,7 +248,7 @@ def long_ids(tokenizer, T:int) -> Tensor:
 
 # %% ../nbs/13_stream.ipynb #14b457ed
 def load_causal_lm(model_or_id, dtype=None, device='cpu'):
-    "A transformers causal LM (with its head) and tokenizer through `hf.load_model` (loaded: float32 on CPU, eval mode)."
+    "A transformers causal LM (with its head) and tokenizer through `hf.load_model` (loaded: fp32 on CPU, eval mode)."
     from sink_nb.hf import load_model
     if isinstance(model_or_id, torch.nn.Module): dtype = device = None           # a loaded model stays as it is
     else: dtype = dtype or torch.float32
