@@ -11,9 +11,9 @@ from .charts import svg_chart
 
 # %% auto #0
 __all__ = ['PROBE_KINDS', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
-           'placement_flags', 'RenamedFlag', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser',
-           'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table',
-           'run_trajectory', 'trajectory_parser']
+           'placement_flags', 'RenamedFlag', 'run_folder', 'texts_file', 'run_measure', 'measure_parser', 'run_heads',
+           'heads_parser', 'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg',
+           'onset_table', 'run_trajectory', 'trajectory_parser']
 
 # %% ../nbs/19_cli_models.ipynb #99578ef5
 PROBE_KINDS = ('natural', 'random', 'repeated')
@@ -94,10 +94,14 @@ class RenamedFlag(argparse.Action):
         parser.error(f"{option_string} is now {self.new}")
 
 # %% ../nbs/19_cli_models.ipynb #4d19de60
+def run_folder(model):
+    "The sink_nb run a command's MODEL argument names, or None (a hub id, a model folder, a GGUF file)."
+    from sink_nb.runs import Run                                        # here: `sink-nb --help` imports no torch
+    return run if str(model).strip() and Path(model).is_dir() and (run := Run(model)).is_run else None
+
 def _not_a_run(model, command:str):
     "A sink_nb run folder is not a transformers model: say which commands read one."
-    from sink_nb.runs import Run
-    if str(model).strip() and Path(model).is_dir() and Run(model).is_run:
+    if run_folder(model):
         raise SystemExit(f"sink-nb {command}: {model} is a sink_nb run folder, not a transformers model; read it with "
                          "`sink-nb trajectory`, `compare`, `quantize` or `stream`, or `Run(folder).result()` in Python")
 
@@ -240,8 +244,8 @@ def heads_parser(sub):
 def _quant_inputs(args, text:str):
     "(model, first T token ids of `text`, name) of a transformers causal LM, or of a run with the tokenizer it used."
     import torch
-    from sink_nb import corpora, hf, runs
-    if str(args.model).strip() and Path(args.model).is_dir() and (run := runs.Run(args.model)).is_run:
+    from sink_nb import corpora, hf
+    if run := run_folder(args.model):
         if not (tok := run.config.train.tokenizer): raise ValueError(f"{run.path} has no tokenizer: it trained on ids")
         (model, step), tok = run.model(), corpora.get_tokenizer(tok)
         name = f"{run.path} (checkpoint step {step}" + ('' if run.summary else f"; the run is {run.status}") + ')'
@@ -309,9 +313,8 @@ def _run_tokens(args):
 
 def _stream_inputs(args):
     "(model, token ids) for a transformers model on built-in text, or for a run folder on its validation data."
-    from sink_nb.runs import Run
     from sink_nb.stream import load_causal_lm, long_ids
-    if str(args.model).strip() and Path(args.model).is_dir() and Run(args.model).is_run: return _run_tokens(args)
+    if run_folder(args.model): return _run_tokens(args)
     model, tok = load_causal_lm(args.model)
     return model, long_ids(tok, args.T)
 
