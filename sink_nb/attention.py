@@ -6,8 +6,8 @@
 from __future__ import annotations
 import importlib.util, math
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Annotated, Callable
+from functools import cached_property, lru_cache
+from typing import Annotated, Callable, Iterator, NamedTuple
 
 import torch
 from fastcore.basics import patch
@@ -15,13 +15,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
-                            check_tensor, renamed_args, renamed_attributes)
+                            check_tensor)
 
 # %% auto #0
 __all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing', 'uniform_first_alpha',
            'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range', 'AttentionOp',
-           'AttentionSpec', 'block_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend',
-           'auto_chunk', 'attend']
+           'AttentionSpec', 'abs_shares', 'metric_weights', 'block_weights', 'QK', 'attention_weights',
+           'unsupported_reason', 'choose_backend', 'auto_chunk', 'Block', 'blocks', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -115,7 +115,6 @@ def _max_abs(a:Tensor, vis:Tensor) -> Tensor:
     return a / a.sum(-1, keepdim=True).abs().clamp_min(1.)    # A / max(|ΣA|, 1)
 
 NORMALIZERS = {'softmax': _softmax, 'softpick': _softpick, 'sum': _row_sum, 'max_abs': _max_abs}
-__getattr__ = renamed_attributes('sink_nb.attention', NORMALISERS='NORMALIZERS')
 
 # %% ../nbs/01_attention.ipynb #f2711931
 def _elu1(x:Tensor) -> Tensor: return F.elu(x) + 1
@@ -133,9 +132,6 @@ class AttentionOp:
     proxy_rule:str = 'weights'           # the metric reads 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
     proxy_rule_normalized:str|None = None  # ... when normalised, if different
     fused:bool = False                   # computed by fused softmax kernels
-
-AttentionOp.__init__ = renamed_args(normaliser='normalizer', proxy='proxy_rule',
-                                    proxy_normalized='proxy_rule_normalized')(AttentionOp.__init__)
 
 # %% ../nbs/01_attention.ipynb #cd9d56be
 ATTENTION_OPS = {op.name: op for op in [
@@ -177,17 +173,23 @@ class AttentionSpec:
         return cls(op, **{name: kwargs.pop(name) for name in names if name in kwargs})
 
 # %% ../nbs/01_attention.ipynb #dbad8844
-def _proxy(w:Tensor, kind:str) -> Tensor:
+def abs_shares(w:Tensor) -> Tensor:
+    "|A| / Σ|A| over each row's keys (dim -1): the share of a row's attention on each key, for weights of any sign."
+    return w.abs() / w.abs().sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+
+def metric_weights(w:Tensor, op:AttentionOp, normalize:bool) -> Tensor:
+    "The weights the sink metric reads, from a block of the model's own weights `w` of operation `op`."
+    if op.score_map is None: return w
+    kind = (op.proxy_rule_normalized or op.proxy_rule) if normalize else op.proxy_rule
     if kind == 'sum': return w / (w.sum(-1, keepdim=True) + 1e-8)
-    if kind == 'abs': return w.abs() / w.abs().sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
-    return w
+    return abs_shares(w) if kind == 'abs' else w
 
 def block_weights(s:Tensor, vis:Tensor, op:AttentionOp, normalize:bool, proxy:bool=False) -> Tensor:
     "Weights of scores `s` (..., c, n) under visibility `vis`: the model's (proxy=False) or those the metric reads."
     if op.score_map is None: return NORMALIZERS[op.normalizer](s, vis)
     w = op.score_map(s).masked_fill(~vis, 0.)
     if normalize: w = NORMALIZERS[op.normalizer](w, vis)
-    return _proxy(w, (op.proxy_rule_normalized or op.proxy_rule) if normalize else op.proxy_rule) if proxy else w
+    return metric_weights(w, op, normalize) if proxy else w
 
 # %% ../nbs/01_attention.ipynb #db6cb35b
 def _gqa_view(q:Tensor, k:Tensor) -> tuple[Tensor, Tensor]:
@@ -221,7 +223,6 @@ def _slot(slot_k:Tensor|None, logit:Tensor|None, H:int, Hkv:int, d:int, like:Ten
 # %% ../nbs/01_attention.ipynb #0323ef70
 class QK:
     "Queries and keys prepared once — φ, GQA view, slot, padding — for the weights of any block of query rows."
-    @renamed_args(key_bias='slot_k')
     def __init__(self, q:Tensor, k:Tensor, spec:AttentionSpec=AttentionSpec(), slot_k:Tensor|None=None,
                  sink_logit:Tensor|None=None, feature_map:Callable|None=None, score_bias:Callable|None=None,
                  mask:Tensor|None=None, proxy:bool=False, check:bool=True):
@@ -373,20 +374,46 @@ def _slot_value(slot_v:Tensor|None, Hkv:int, d_v:int, like:Tensor) -> Tensor|Non
     "v* as (1, H_kv, 1, 1, d_v), or None for a zero value."
     return None if slot_v is None else slot_v.to(like.dtype).expand(Hkv, d_v).reshape(1, Hkv, 1, 1, d_v)
 
+# %% ../nbs/01_attention.ipynb #620e235b
+@dataclass(eq=False)
+class Block:
+    "Query rows i0..i1-1 against the keys j0..j1-1 they may see, after the slots: one block of a streamed pass."
+    i0:int
+    i1:int
+    j0:int
+    j1:int
+    n_slots:int                   # slot keys before key j0 in `weights`
+    weights:Tensor                # (B, Hkv, G, i1 - i0, n_slots + j1 - j0): the model's own weights
+    visible:Tensor                # bool, broadcastable to `weights`: the keys each row sees (slots, mask, padding)
+
+    @cached_property
+    def shares(self) -> Tensor: return abs_shares(self.weights)         # |A| / Σ|A| of each row
+
+def blocks(
+    rows:QK,                       # queries and keys, prepared once
+    chunk:int|None=None,           # query rows per block; None: as many as `scores` allows
+    scores:int=2 ** 21,            # the most scores a block holds for all heads (`auto_chunk`)
+    edit_scores:Callable|None=None,  # as `QK.weights`
+) -> Iterator[Block]:
+    "The blocks of query rows of `rows` in order, each with the keys it sees: the one loop of every streamed pass."
+    B, Hkv, G, T, _ = rows.q.shape
+    chunk, spec = check_int(chunk, 'chunk', 1, allow_none=True) or auto_chunk(B, Hkv * G, T, scores), rows.spec
+    for i0 in range(0, T, chunk):
+        i1 = min(T, i0 + chunk)
+        j0, j1 = key_range(i0, i1, T, spec.causal, spec.window, spec.prefix)
+        yield Block(i0, i1, j0, j1, rows.n_slots, rows.weights(i0, i1, j0, j1, edit_scores),
+                    rows.visible_keys(i0, i1, j0, j1))
+
 # %% ../nbs/01_attention.ipynb #24543a75
 def _attend_rows(rows:QK, v:Tensor, slot_v, chunk:int|None, need_weights:bool, edit_scores, edit_weights):
     "Output (B, H, T, d_v) block by block, and the weights (B, H, T, n_slots + T) when asked (one block then)."
     B, Hkv, G, T, _ = rows.q.shape
     v5, n = v.unsqueeze(2).to(rows.q.dtype), rows.n_slots                            # v5: (B, Hkv, 1, T, d_v)
     vs = _slot_value(slot_v, Hkv, v.shape[-1], rows.q)
-    chunk = T if need_weights else (chunk or auto_chunk(B, Hkv * G, T))
     outs = []
-    for i0 in range(0, T, chunk):
-        i1 = min(T, i0 + chunk)
-        j0, j1 = key_range(i0, i1, T, rows.spec.causal, rows.spec.window, rows.spec.prefix)
-        w = rows.weights(i0, i1, j0, j1, edit_scores)                                 # (B, Hkv, G, c, n + j1 - j0)
-        if edit_weights is not None: w = _edit_weights(w, edit_weights)
-        out = w[..., n:] @ v5[..., j0:j1, :]
+    for b in blocks(rows, T if need_weights else chunk, edit_scores=edit_scores):
+        w = b.weights if edit_weights is None else _edit_weights(b.weights, edit_weights)   # (B, Hkv, G, c, n + keys)
+        out = w[..., n:] @ v5[..., b.j0:b.j1, :]
         outs.append(out if not (n and vs is not None) else out + w[..., :1] * vs)
     out = torch.cat(outs, -2).reshape(B, Hkv * G, T, -1).to(v.dtype)
     return out, (w.reshape(B, Hkv * G, T, -1) if need_weights else None)
