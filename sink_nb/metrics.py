@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from .attention import QK, AttentionSpec, Block, blocks, metric_weights, queries_seeing, uniform_first_alpha
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
@@ -23,7 +24,7 @@ from .head_stats import HEAD_STATISTICS, HeadStat, head_totals, pattern_block, s
 __all__ = ['DIVISORS', 'METRIC_BLOCK_SCORES', 'HEAD_LABELS', 'LABEL_STATS', 'importance', 'sink_rate', 'attention_with_lse',
            'column_sums_from_lse', 'stream_layer', 'importance_from_qk', 'hidden_norms', 'massive_activation_ratio',
            'head_norms', 'query_key_alignment', 'representation_entropy', 'first_token_norm_ratio', 'SinkMeter',
-           'cache_importance', 'activation_stats', 'SinkResult', 'first_key_problem']
+           'cache_importance', 'activation_stats', 'meter_batches', 'SinkResult', 'first_key_problem']
 
 # %% ../nbs/02_metrics.ipynb #22b8e39f
 DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
@@ -396,6 +397,25 @@ def cache_importance(cache:dict, options:Callable[[int], dict]|None=None) -> Ten
 def activation_stats(cache:dict) -> dict[str, Tensor]:
     "Hidden-state norms and massive-activation ratio, key and value norms, cos(q_t, k_1), for every layer of a cache."
     return _feed(SinkMeter(compute_alpha=False, activations=True), cache).result()[1]
+
+# %% ../nbs/02_metrics.ipynb #203159b1
+def meter_batches(
+    forward:Callable[[Tensor, Callable[[], SinkMeter]], SinkMeter],  # (batch ids, new meter) -> the meter that saw it
+    ids:Tensor,                   # token ids (N, T)
+    batch_size:int=8,             # samples per forward pass
+    progress:bool=False,          # tqdm bar over batches
+    **meter_options,              # `SinkMeter` options: alpha_options, compute_alpha, activations, head_stats, ...
+) -> tuple[Tensor|None, dict[str, Tensor]]:   # α (N, L, H, n_slots + T) or None; statistics (N, ...)
+    "α and statistics of `ids`, one `SinkMeter` per batch: the measuring loop every entry point runs."
+    new_meter = lambda: SinkMeter(**meter_options)
+    new_meter()                                                        # bad options fail before any forward pass
+    alphas, stats = [], {}
+    parts = ids.split(check_int(batch_size, 'batch_size', 1))
+    for batch in tqdm(parts, desc='measure', unit='batch', disable=not progress, leave=False):
+        alpha, values = forward(batch, new_meter).result()
+        if alpha is not None: alphas.append(alpha)
+        for name, v in values.items(): stats.setdefault(name, []).append(v)
+    return (torch.cat(alphas) if alphas else None), {name: torch.cat(v) for name, v in stats.items()}
 
 # %% ../nbs/02_metrics.ipynb #f001b2c7
 @dataclass(eq=False)

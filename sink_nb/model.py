@@ -20,7 +20,7 @@ from torch import Tensor
 from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, attend, choose_backend
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, eval_mode,
                             interrupt_safe)
-from .metrics import SinkMeter, SinkResult
+from .metrics import SinkMeter, SinkResult, meter_batches
 
 # %% auto #0
 __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 'GATES', 'GateName', 'InitName', 'BackendName',
@@ -541,13 +541,22 @@ def metric_options(self:SinkLM, layer:int) -> dict:
     return self.blocks[layer].attn.metric_options() | dict(score_bias=self.pos.score_bias())
 
 @torch.no_grad()
-def measure_model(model:SinkLM, idx:Tensor, tokens:list|None=None, name:str|None=None, backend:str|None=None,
-                  activations:bool=True, divisor:str='reference') -> SinkResult:
-    "α (divided by `divisor`, `metrics.importance`), Sink_k and activation statistics of `model` on ids `idx` (B, T)."
-    meter = SinkMeter(model.metric_options, activations=activations, divisor=divisor)
-    with eval_mode(model), model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]):
-        model(idx, backend=backend)
-    alpha, stats = meter.result()
+def measure_model(
+    model:SinkLM, idx:Tensor,       # the model, and token ids (N, T)
+    tokens:list|None=None, name:str|None=None, backend:str|None=None,
+    activations:bool=True,          # activation statistics, and what each head writes (`SinkResult.heads`)
+    divisor:str='reference',        # α's divisor (`metrics.importance`)
+    head_stats=(),                  # names in head_stats.HEAD_STATISTICS: per-head statistics (N, L, H, ...)
+    batch_size:int|None=None,       # samples per forward pass; None: all at once
+) -> SinkResult:
+    "α, Sink_k, activation and head statistics of `model` on ids `idx`, batch by batch (`metrics.meter_batches`)."
+    def forward(batch:Tensor, new_meter:Callable) -> SinkMeter:
+        meter = new_meter()
+        with model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]): model(batch, backend=backend)
+        return meter
+    with eval_mode(model):
+        alpha, stats = meter_batches(forward, idx, batch_size or len(idx), alpha_options=model.metric_options,
+                                     activations=activations, divisor=divisor, head_stats=head_stats)
     cfg = model.config
     x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)
     meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1], divisor=divisor,
