@@ -400,12 +400,14 @@ def _trajectory_notes(meta:dict) -> list[str]:
 # %% ../nbs/19_cli_models.ipynb #3cffc17b
 def run_trajectory(args) -> dict:
     "The `trajectory` command: every checkpoint of a series measured on fixed probes; onsets, chart and JSON."
-    check_outputs([s for s in args.sources if Path(s).exists()], args.json, args.chart)
+    from sink_nb.trajectory import check_thresholds, resolve_source, trajectory
+    try: sources = [resolve_source(s) for s in args.sources]          # once: the outputs' check, the series, the header
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb trajectory: {e}") from None
+    check_outputs([s.path for s in sources if s.path], args.json, args.chart)
     texts = texts_file(args.texts, 'trajectory') if args.texts else None
-    from sink_nb.trajectory import check_thresholds, trajectory
     try:
         thresholds = check_thresholds(dict(args.threshold or []))
-        traj = trajectory(args.sources, args.revisions, args.T, args.n, args.eps, args.tokens_per_step, texts,
+        traj = trajectory(sources, args.revisions, args.T, args.n, args.eps, args.tokens_per_step, texts,
                           args.seed, dtype=args.dtype, device=args.device)
     except (OSError, ValueError, RuntimeError) as e:
         why = str(e).replace('`tokens_per_step`', '--tokens-per-step').replace('`texts`', '--texts')   # the flags

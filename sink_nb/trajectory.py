@@ -5,7 +5,7 @@
 # %% ../nbs/18_trajectory.ipynb #2ef97e63
 from __future__ import annotations
 import math, re, warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -17,16 +17,64 @@ from tqdm.auto import tqdm
 from .charts import svg_chart
 from .checkpoints import checkpoint_state
 from .checks import check_eps, check_int
-from .hf import ModelSource, load_model, measure_ids, model_probe, resolve_model
+from .corpora import local_path
+from .hf import ModelSource, load_model, measure_ids, model_probe
 from .metrics import SinkMeter, SinkResult, first_token_norm_ratio, induction_probe
 from .model import SinkLM, n_positions
 from .runs import Run
 
 # %% auto #0
-__all__ = ['FORMATION_STATS', 'ARCHITECTURE', 'CHART_STATS', 'meter_batches', 'hidden_size', 'formation_stats', 'Checkpoint',
-           'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
-           'run_probes', 'hf_probes', 'load_point', 'measure_point', 'log_gap', 'Trajectory', 'trajectory',
-           'check_thresholds']
+__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'meter_batches',
+           'hidden_size', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint', 'parse_progress',
+           'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes', 'run_probes',
+           'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
+
+# %% ../nbs/18_trajectory.ipynb #62896082
+@dataclass
+class Trajectory:
+    "Statistics of a checkpoint series: one row per checkpoint, each naming its source, step and tokens seen."
+    rows:list[dict]
+    meta:dict
+
+def trajectory(
+    sources,                      # one run folder; or model folders / GGUF files; or one hub id with `revisions`
+    revisions=None,               # hub branches, tags or commits (Pythia 'step1000', OLMo 'stage1-step…-tokens…B')
+    T:int|None=None,              # tokens per text sample (default: the run's probe length, else 64)
+    n:int|None=None,              # samples of each probe (default: all of the run's probe, else 16)
+    eps:float|None=None,          # Sink_1 threshold (default: the run's ε, else 0.3)
+    tokens_per_step:int|None=None,# tokens per step when names say only steps (Pythia: 2_097_152)
+    texts=None,                   # natural texts for transformers models (default: the built-in passages)
+    seed:int=0,                   # seed of the induction probe
+    batch_size:int=16,
+    dtype=None, device=None,      # of transformers models, as `hf.load_model`
+    progress:bool=True,
+) -> Trajectory:
+    "Sink, circuit, massive-activation and entropy statistics of every checkpoint of a series, on fixed probes."
+    points = checkpoint_series(sources, revisions, tokens_per_step)      # each source resolved once, here
+    first = points[0].source
+    run = first.run                                         # a run folder: its own probe, ε and log; else None
+    if run and texts is not None: raise ValueError("`texts` does not apply to a run folder: it is measured on its own "
+                                                   "probe, as its log is")
+    eps = check_eps(eps if eps is not None else run.config.train.eps if run else 0.3)
+    n, seed = check_int(n, 'n', 1, allow_none=True), check_int(seed, 'seed', 0)
+    status = run and run.status                                      # before reading: a trainer may write on
+    architecture = None if run else check_one_architecture(points)[0]
+    rows, probes = [], None
+    for p in tqdm(points, desc='trajectory', unit='checkpoint', disable=not progress, leave=False):
+        model, tokens, tokenizer = load_point(p, dtype, device)
+        if probes is None:
+            probes = run_probes(run, T, n, seed, eps) if run else hf_probes(tokenizer, model.config, T, n or 16, texts,
+                                                                             seed)
+            if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
+                raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
+        stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows])
+        rows.append(dict(label=p.label, source=str(p.source), revision=p.source.revision, step=p.step,
+                         tokens=tokens) | stats)
+    name = run.name if run else first.given if first.revision else Path(first.given).resolve().parent.name
+    meta = dict(model=name, kind='run' if run else 'transformers', architecture=architecture, eps=eps,
+                probe=probes.info)
+    if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
+    return Trajectory(rows, meta)
 
 # %% ../nbs/18_trajectory.ipynb #666f0a41
 def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
@@ -54,7 +102,7 @@ FORMATION_STATS = {   # name -> (what it is, onset direction, default threshold,
     'entropy_ratio_min': ('representation entropy / its maximum log min(T, d), lowest layer', 'below', 0.5, (0, 1)),
 }
 
-def _strongest(scores:Tensor) -> tuple[float, str]:
+def _strongest_head_score(scores:Tensor) -> tuple[float, str]:
     "The largest (L, H) entry and where: 'L{layer}H{head}'."
     i = int(scores.flatten().argmax())
     return round(scores.flatten()[i].item(), 4), f'L{i // scores.shape[1]}H{i % scores.shape[1]}'
@@ -82,7 +130,7 @@ def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict
     T, d = text_ids.shape[1], hidden_size(model)
     entropy = st['entropy'].mean(0)[1:]
     ind, prev = circ['induction'].mean(0), circ['previous_token'].mean(0)      # (L, H)
-    (ind_max, ind_head), (prev_max, prev_head) = _strongest(ind), _strongest(prev)
+    (ind_max, ind_head), (prev_max, prev_head) = _strongest_head_score(ind), _strongest_head_score(prev)
     return dict(sink1=round(SinkResult(alpha, n_slots=n_slots).rate(k=1, eps=eps), 2),
                 first_share_worst=round(first.max().item(), 4), first_share_mean=round(first.mean().item(), 4),
                 first_share_layer=int(first.argmax()), induction_max=ind_max, induction_head=ind_head,
@@ -94,15 +142,56 @@ def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict
                 layers=dict(first_share=first.tolist(), norm_ratio=ratio.tolist(), entropy=entropy.tolist(),
                             induction=ind.amax(-1).tolist(), previous_token=prev.amax(-1).tolist()))
 
+# %% ../nbs/18_trajectory.ipynb #65735c56
+SOURCE_KINDS = {   # kind -> what a source of that kind is
+    'run': "a sink_nb run folder: its checkpoints, read by `Run`",
+    'folder': 'a transformers model folder',
+    'gguf': 'a GGUF file',
+    'hub': 'a hub id, at a revision or its default branch',
+}
+
+@dataclass(frozen=True)
+class Source:
+    "What one source of a series is, resolved once: its kind, where it is, and its run or revision."
+    kind:str                      # a key of SOURCE_KINDS
+    given:str                     # the argument as given: what labels and errors name
+    path:Path|None = None         # the run folder, model folder or GGUF file; None for a hub id
+    revision:str|None = None      # a hub id's branch, tag or commit
+    run:Run|None = None           # a run folder's `Run`, opened once and read by every step
+
+    def __post_init__(self):
+        if self.kind not in SOURCE_KINDS:
+            raise ValueError(f"unknown source kind {self.kind!r}; allowed: {list(SOURCE_KINDS)}")
+    def __str__(self): return str(self.run.path) if self.run else self.given     # rows name a run by its folder
+
+# %% ../nbs/18_trajectory.ipynb #850e0516
+@patch
+def at(self:Source, revision:str) -> Source:
+    "This hub id at `revision`; a local path has none (`from_pretrained` would ignore it)."
+    if self.kind != 'hub':
+        raise ValueError(f"{self.given} is a local path, which has no revisions: give one folder per checkpoint")
+    return replace(self, revision=revision)
+
+def resolve_source(source) -> Source:
+    "What `source` is — a run folder, a model folder, a GGUF file or a hub id — asked of the disk once."
+    if isinstance(source, Source): return source
+    given = str(source) if isinstance(source, Path) else source       # a Path may still spell a hub id: 'org/m'
+    if (local := local_path(given, 'sources')) is None: return Source('hub', given)   # a missing path fails, named
+    if local.is_dir():
+        run = Run(local)
+        return Source('run', given, run.path, run=run) if run.is_run else Source('folder', given, local)
+    if local.suffix.lower() == '.gguf': return Source('gguf', given, local)
+    raise ValueError(f"`sources`: {given} is a file but not a GGUF file; give a run folder, a model folder, a GGUF "
+                     "file or a hub id")
+
 # %% ../nbs/18_trajectory.ipynb #3cb37874
 @dataclass(frozen=True)
 class Checkpoint:
     "One point of a series: where it is and how far into training."
     label:str                     # what tables and charts call it
-    source:str                    # a run folder, a model folder or GGUF file, or a hub id
+    source:Source                 # what it is read from: a run folder (at `step`), a model folder, GGUF file or hub id
     step:int|None = None          # optimiser steps, when known
     tokens:int|None = None        # tokens seen, when known
-    revision:str|None = None      # the hub branch, tag or commit
 
 # %% ../nbs/18_trajectory.ipynb #aebf5755
 _STEP = re.compile(r'step[-_]?(\d+)', re.I)
@@ -118,38 +207,38 @@ def parse_progress(name:str, tokens_per_step:int|None=None) -> tuple[int|None, i
     return step, seen
 
 # %% ../nbs/18_trajectory.ipynb #4e10f63d
-def series_points(sources:list[str], revisions:list[str], tokens_per_step:int|None) -> tuple[list[Checkpoint], str]:
-    "The checkpoints `sources` name, and how an error names them."
-    if runs := [s for s in sources if Run(s).is_run]:
+def series_points(sources:list[Source], revisions:list[str], tokens_per_step:int|None) -> tuple[list[Checkpoint], str]:
+    "The checkpoints resolved `sources` name, and how an error names them."
+    if runs := [s for s in sources if s.run]:
         if len(sources) > 1 or revisions:
-            raise ValueError(f"{runs[0]} is a run folder, whose series is its own checkpoints: give it alone (no "
+            raise ValueError(f"{runs[0].given} is a run folder, whose series is its own checkpoints: give it alone (no "
                              "other sources, no `revisions`)")
         if tokens_per_step: raise ValueError("`tokens_per_step` does not apply to a run folder: a run's tokens come "
                                              "from its checkpoints")
-        run = Run(runs[0])
-        return [Checkpoint(f'step-{s}', str(run.path), s) for s in run.checkpoints], f"the run folder {runs[0]}"
+        return ([Checkpoint(f'step-{s}', runs[0], s) for s in runs[0].run.checkpoints],
+                f"the run folder {runs[0].given}")
     if revisions:
         if len(sources) > 1: raise ValueError(f"`revisions` belong to one hub id, got {len(sources)} sources")
-        if Path(sources[0]).expanduser().exists():        # from_pretrained would ignore the revision of a folder
-            raise ValueError(f"{sources[0]} is a local path, which has no revisions: give one folder per checkpoint")
-        return ([Checkpoint(f'{Path(sources[0]).name}@{r}', sources[0], *parse_progress(r, tokens_per_step), r)
-                 for r in revisions], f"{sources[0]} with revisions {revisions}")
-    return ([Checkpoint(Path(s).name or s, s, *parse_progress(Path(s).name, tokens_per_step)) for s in sources],
-            f"the sources {sources}")
+        name = Path(sources[0].given).name
+        return ([Checkpoint(f'{name}@{r}', sources[0].at(r), *parse_progress(r, tokens_per_step)) for r in revisions],
+                f"{sources[0].given} with revisions {revisions}")
+    return ([Checkpoint(Path(s.given).name or s.given, s, *parse_progress(Path(s.given).name, tokens_per_step))
+             for s in sources], f"the sources {[s.given for s in sources]}")
 
 # %% ../nbs/18_trajectory.ipynb #109cb4e4
 def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) -> list[Checkpoint]:
     "The checkpoints of one run folder, of one hub id at several revisions, or of several model folders."
-    sources = [str(sources)] if isinstance(sources, (str, Path)) else [str(s) for s in sources or []]
+    one = isinstance(sources, (str, Path, Source))
+    sources = [resolve_source(s) for s in ([sources] if one else list(sources or []))]   # once each
     revisions = [str(r) for r in revisions or []]
     tokens_per_step = check_int(tokens_per_step, 'tokens_per_step', 1, allow_none=True)
     if not sources: raise ValueError("`sources` is empty: give a run folder, model folders, or a hub id + `revisions`")
     points, what = series_points(sources, revisions, tokens_per_step)
     if len(points) < 2:
         raise ValueError(f"a trajectory needs at least two checkpoints; {what} gives {len(points)}")
-    if len({(p.source, p.revision, p.step) for p in points}) < len(points):
+    if len({(p.source, p.step) for p in points}) < len(points):
         raise ValueError(f"{what} names a checkpoint twice")
-    at, name = {}, lambda p: p.source + (f'@{p.revision}' if p.revision else '')
+    at, name = {}, lambda p: p.source.given + (f'@{p.source.revision}' if p.source.revision else '')
     for p in points:                                      # 'step100' and 'step0100': two points at one step
         if p.step is not None and (q := at.setdefault(p.step, p)) is not p:
             raise ValueError(f"{name(q)} and {name(p)} both claim step {p.step}: a series has one checkpoint a step")
@@ -157,9 +246,11 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
 
 # %% ../nbs/18_trajectory.ipynb #9e75c79e
 def model_source(point:Checkpoint) -> ModelSource:
-    "The `from_pretrained` arguments of a transformers checkpoint, its revision included."
-    given, src, kw = resolve_model(point.source)
-    return ModelSource(point.label, src, kw | ({'revision': point.revision} if point.revision else {}))
+    "The `from_pretrained` arguments of a transformers checkpoint, its revision included, read off its source."
+    s = point.source
+    if s.run: raise ValueError(f"{s.given} is a sink_nb run folder, not a transformers model")
+    src, kw = (str(s.path.parent), dict(gguf_file=s.path.name)) if s.kind == 'gguf' else (str(s.path or s.given), {})
+    return ModelSource(point.label, src, kw | ({'revision': s.revision} if s.revision else {}))
 
 # %% ../nbs/18_trajectory.ipynb #0cc75e7a
 ARCHITECTURE = ('model_type', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'hidden_size',
@@ -173,7 +264,7 @@ def check_one_architecture(points:list[Checkpoint]) -> list[dict]:
         s = model_source(p)
         try: config = AutoConfig.from_pretrained(s.src, **s.kw).get_text_config()
         except (OSError, ValueError) as e:
-            what = f"revision {p.revision!r} of {p.source}" if p.revision else p.source
+            what = f"revision {p.source.revision!r} of {p.source}" if p.source.revision else p.source
             raise ValueError(f"cannot read {what}: {str(e).splitlines()[0][:300]} (offline, only what the hub "
                              "cache holds can be read)") from None
         found.append({k: getattr(config, k, None) for k in ARCHITECTURE})
@@ -223,8 +314,7 @@ def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
 # %% ../nbs/18_trajectory.ipynb #e811e93c
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
     "The model of one checkpoint, the tokens it had seen, and its tokenizer (None for a run's SinkLM)."
-    run = Run(point.source)
-    if not run.is_run:
+    if not (run := point.source.run):
         model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
         return model, point.tokens, tokenizer
     try: tokens, (model, _) = checkpoint_state(run.path, point.step).get('tokens'), run.model(point.step)   # verified
@@ -253,51 +343,6 @@ def log_gap(run:Run, rows:list[dict]) -> float|None:
     logged = {e.step: e.sink.get(1) for e in run.metrics(quiet=True)}
     gaps = [abs(r['sink1'] - logged[r['step']]) for r in rows if logged.get(r['step']) is not None]
     return round(max(gaps), 2) if gaps else None
-
-# %% ../nbs/18_trajectory.ipynb #62896082
-@dataclass
-class Trajectory:
-    "Statistics of a checkpoint series: one row per checkpoint, each naming its source, step and tokens seen."
-    rows:list[dict]
-    meta:dict
-
-def trajectory(
-    sources,                      # one run folder; or model folders / GGUF files; or one hub id with `revisions`
-    revisions=None,               # hub branches, tags or commits (Pythia 'step1000', OLMo 'stage1-step…-tokens…B')
-    T:int|None=None,              # tokens per text sample (default: the run's probe length, else 64)
-    n:int|None=None,              # samples of each probe (default: all of the run's probe, else 16)
-    eps:float|None=None,          # Sink_1 threshold (default: the run's ε, else 0.3)
-    tokens_per_step:int|None=None,# tokens per step when names say only steps (Pythia: 2_097_152)
-    texts=None,                   # natural texts for transformers models (default: the built-in passages)
-    seed:int=0,                   # seed of the induction probe
-    batch_size:int=16,
-    dtype=None, device=None,      # of transformers models, as `hf.load_model`
-    progress:bool=True,
-) -> Trajectory:
-    "Sink, circuit, massive-activation and entropy statistics of every checkpoint of a series, on fixed probes."
-    points = checkpoint_series(sources, revisions, tokens_per_step)
-    run = Run(points[0].source) if Run(points[0].source).is_run else None
-    if run and texts is not None: raise ValueError("`texts` does not apply to a run folder: it is measured on its own "
-                                                   "probe, as its log is")
-    eps = check_eps(eps if eps is not None else run.config.train.eps if run else 0.3)
-    n, seed = check_int(n, 'n', 1, allow_none=True), check_int(seed, 'seed', 0)
-    status = run and run.status                                      # before reading: a trainer may write on
-    architecture = None if run else check_one_architecture(points)[0]
-    rows, probes = [], None
-    for p in tqdm(points, desc='trajectory', unit='checkpoint', disable=not progress, leave=False):
-        model, tokens, tokenizer = load_point(p, dtype, device)
-        if probes is None:
-            probes = run_probes(run, T, n, seed, eps) if run else hf_probes(tokenizer, model.config, T, n or 16, texts,
-                                                                             seed)
-            if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
-                raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
-        stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows])
-        rows.append(dict(label=p.label, source=p.source, revision=p.revision, step=p.step, tokens=tokens) | stats)
-    name = run.name if run else points[0].source if revisions else Path(points[0].source).resolve().parent.name
-    meta = dict(model=name, kind='run' if run else 'transformers', architecture=architecture, eps=eps,
-                probe=probes.info)
-    if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
-    return Trajectory(rows, meta)
 
 # %% ../nbs/18_trajectory.ipynb #e8d89484
 def check_thresholds(thresholds) -> dict[str, float]:
