@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
-from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
+from .metrics import LABEL_STATS, HEAD_LABELS, SinkResult
 
 # %% auto #0
 __all__ = ['EMBED_OPTIONS', 'use_offline', 'to_svg', 'view_chart', 'view_spec', 'chart_values', 'inline_csv', 'note_view',
@@ -315,7 +315,7 @@ def _strongest_head(result:SinkResult) -> tuple[int, int]:
 
 def _has_heads(result:SinkResult) -> bool:
     "Does the result carry the per-head statistics `heads()` needs?"
-    return all(s in result.stats for s in HEAD_STATS)
+    return all(s in result.stats for s in LABEL_STATS)
 
 # %% ../nbs/17_explore.ipynb #eca49e29
 class SinkExplorer(W.VBox):

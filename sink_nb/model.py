@@ -540,6 +540,14 @@ def metric_options(self:SinkLM, layer:int) -> dict:
     "Options of `metrics.importance_from_qk` for one layer: its operation, masks and slots, and the position bias."
     return self.blocks[layer].attn.metric_options() | dict(score_bias=self.pos.score_bias())
 
+@patch
+def metered(self:SinkLM, ids:Tensor, new_meter:Callable, backend:str|None=None) -> SinkMeter:
+    "Forward `ids` with a fresh meter (`new_meter()`) on the hook points it reads; that meter (`meter_batches`)."
+    meter = new_meter()
+    with self.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]):
+        self(ids.to(next(self.parameters()).device), backend=backend)
+    return meter
+
 @torch.no_grad()
 def measure_model(
     model:SinkLM, idx:Tensor,       # the model, and token ids (N, T)
@@ -550,13 +558,9 @@ def measure_model(
     batch_size:int|None=None,       # samples per forward pass; None: all at once
 ) -> SinkResult:
     "α, Sink_k, activation and head statistics of `model` on ids `idx`, batch by batch (`metrics.meter_batches`)."
-    def forward(batch:Tensor, new_meter:Callable) -> SinkMeter:
-        meter = new_meter()
-        with model.hooks([(meter.wants, lambda x, hook: meter(hook.name, x))]): model(batch, backend=backend)
-        return meter
     with eval_mode(model):
-        alpha, stats = meter_batches(forward, idx, batch_size or len(idx), alpha_options=model.metric_options,
-                                     activations=activations, divisor=divisor, head_stats=head_stats)
+        alpha, stats = meter_batches(partial(model.metered, backend=backend), idx, batch_size or len(idx),
+                                     alpha_options=model.metric_options, activations=activations, divisor=divisor, head_stats=head_stats)
     cfg = model.config
     x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)
     meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1], divisor=divisor,

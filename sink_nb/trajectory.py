@@ -16,15 +16,16 @@ from tqdm.auto import tqdm
 
 from .charts import svg_chart
 from .checkpoints import checkpoint_state
-from .checks import check_eps, check_int
+from .checks import check_eps, check_int, eval_mode
 from .corpora import local_path
 from .hf import ModelSource, load_model, measure_ids, model_probe
-from .metrics import SinkMeter, SinkResult, first_token_norm_ratio, induction_probe
+from .head_stats import induction_probe, select_head_stats
+from .metrics import SinkResult, first_token_norm_ratio, meter_batches
 from .model import SinkLM, n_positions
 from .runs import Run
 
 # %% auto #0
-__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'meter_batches',
+__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'measure_stats',
            'hidden_size', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint', 'parse_progress',
            'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes', 'run_probes',
            'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
@@ -46,6 +47,7 @@ def trajectory(
     texts=None,                   # natural texts for transformers models (default: the built-in passages)
     seed:int=0,                   # seed of the induction probe
     batch_size:int=16,
+    head_stats=(),                # names in head_stats.HEAD_STATISTICS: each row's `heads`, (L, H, ...) per name
     dtype=None, device=None,      # of transformers models, as `hf.load_model`
     progress:bool=True,
 ) -> Trajectory:
@@ -57,6 +59,7 @@ def trajectory(
                                                    "probe, as its log is")
     eps = check_eps(eps if eps is not None else run.config.train.eps if run else 0.3)
     n, seed = check_int(n, 'n', 1, allow_none=True), check_int(seed, 'seed', 0)
+    head_stats = tuple(select_head_stats(head_stats))                 # refused before any checkpoint loads
     status = run and run.status                                      # before reading: a trainer may write on
     architecture = None if run else check_one_architecture(points)[0]
     rows, probes = [], None
@@ -67,7 +70,7 @@ def trajectory(
                                                                              seed)
             if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
                 raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
-        stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows])
+        stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows], head_stats)
         rows.append(dict(label=p.label, source=str(p.source), revision=p.source.revision, step=p.step,
                          tokens=tokens) | stats)
     name = run.name if run else first.given if first.revision else Path(first.given).resolve().parent.name
@@ -77,18 +80,11 @@ def trajectory(
     return Trajectory(rows, meta)
 
 # %% ../nbs/18_trajectory.ipynb #666f0a41
-def meter_batches(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
-    "α (N, L, H, n_slots + T) and the meter's statistics of `ids` batch by batch: a SinkLM by its hooks, else by `hf`."
+def measure_stats(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
+    "α (N, L, H, n_slots + T) and statistics of `ids` by the one measuring loop: a SinkLM's hooks, else `hf`'s."
     if not isinstance(model, SinkLM): return measure_ids(model, ids, batch_size, route=route, **meter_options)[:2]
-    alphas, stats, device = [], {}, next(model.parameters()).device
-    for i0 in range(0, len(ids), check_int(batch_size, 'batch_size', 1)):
-        meter = SinkMeter(model.metric_options, **meter_options)
-        with torch.no_grad(), model.hooks([(meter.wants, lambda v, hook: meter(hook.name, v))]):
-            model(ids[i0:i0 + batch_size].to(device))
-        a, s = meter.result()
-        if a is not None: alphas.append(a)
-        for name, v in s.items(): stats.setdefault(name, []).append(v)
-    return (torch.cat(alphas) if alphas else None), {name: torch.cat(v) for name, v in stats.items()}
+    with torch.no_grad(), eval_mode(model):
+        return meter_batches(model.metered, ids, batch_size, alpha_options=model.metric_options, **meter_options)
 
 # %% ../nbs/18_trajectory.ipynb #be0ca544
 FORMATION_STATS = {   # name -> (what it is, onset direction, default threshold, y range of its chart)
@@ -115,20 +111,20 @@ def hidden_size(model) -> int:
 
 # %% ../nbs/18_trajectory.ipynb #fd49892e
 def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict, eps:float=0.3,
-                    batch_size:int=16, route:str='auto', divisor:str='reference') -> dict:
+                    batch_size:int=16, route:str='auto', divisor:str='reference', head_stats=()) -> dict:
     "Sink, circuit, massive-activation and entropy statistics of one model: scalars and their per-layer arrays."
     n_slots = model.config.n_slots if isinstance(model, SinkLM) else 0
     if isinstance(model, SinkLM) and model.config.sink_token:                   # a learnt token before position 0
         diagonals = {name: (offset, first + 1) for name, (offset, first) in diagonals.items()}
     with warnings.catch_warnings():       # an eager pass lacks k and v norms; only the hidden-state norms are read
         warnings.filterwarnings('ignore', message='eager attention hands over no q, k, v')
-        alpha, st = meter_batches(model, text_ids, batch_size, route, zeros=True, entropy=True, activations=True,
-                                  divisor=divisor)
-    _, circ = meter_batches(model, induction_ids, batch_size, route, compute_alpha=False, diagonals=diagonals)
+        alpha, st = measure_stats(model, text_ids, batch_size, route, head_stats=('zero_share', *head_stats),
+                                  residual_entropy=True, activations=True, divisor=divisor)
+    _, circ = measure_stats(model, induction_ids, batch_size, route, compute_alpha=False, diagonals=diagonals)
     first = alpha[..., n_slots].mean((0, 2))                                   # (L,) α of the first real token
     ratio = first_token_norm_ratio(st['hidden_norm']).mean(0)[1:]              # (L,) after each block
     T, d = text_ids.shape[1], hidden_size(model)
-    entropy = st['entropy'].mean(0)[1:]
+    entropy = st['residual_entropy'].mean(0)[1:]
     ind, prev = circ['induction'].mean(0), circ['previous_token'].mean(0)      # (L, H)
     (ind_max, ind_head), (prev_max, prev_head) = _strongest_head_score(ind), _strongest_head_score(prev)
     return dict(sink1=round(SinkResult(alpha, n_slots=n_slots).rate(k=1, eps=eps), 2),
@@ -140,7 +136,8 @@ def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict
                 entropy_ratio_min=round((entropy / math.log(min(T, d))).min().item(), 4),
                 entropy_layer=int(entropy.argmin()),
                 layers=dict(first_share=first.tolist(), norm_ratio=ratio.tolist(), entropy=entropy.tolist(),
-                            induction=ind.amax(-1).tolist(), previous_token=prev.amax(-1).tolist()))
+                            induction=ind.amax(-1).tolist(), previous_token=prev.amax(-1).tolist()),
+                heads={name: st[name].mean(0).tolist() for name in head_stats})     # (L, H, ...): mean over samples
 
 # %% ../nbs/18_trajectory.ipynb #65735c56
 SOURCE_KINDS = {   # kind -> what a source of that kind is
@@ -325,11 +322,13 @@ def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|N
     return model.to(device or 'cpu'), tokens, None
 
 # %% ../nbs/18_trajectory.ipynb #2e42cac2
-def measure_point(point:Checkpoint, model, probes:Probes, eps:float, batch_size:int, measured:list[str]) -> dict:
+def measure_point(point:Checkpoint, model, probes:Probes, eps:float, batch_size:int, measured:list[str],
+                  head_stats=()) -> dict:
     "`formation_stats` of one checkpoint; non-finite weights or statistics refused, naming it and what was measured."
     why = None if all(bool(w.isfinite().all()) for w in model.parameters()) else 'its weights hold NaN or inf'
     try: stats = {} if why else formation_stats(model, probes.text, probes.induction, probes.diagonals, eps,
-                                                batch_size, divisor=probes.info.get('divisor', 'reference'))
+                                                batch_size, divisor=probes.info.get('divisor', 'reference'),
+                                                head_stats=head_stats)
     except ValueError as e: why, stats = str(e), {}                      # activations past the dtype's range, say
     if bad := [k for k in FORMATION_STATS if not math.isfinite(stats.get(k, 0))]: why = f"{', '.join(bad)} not finite"
     if why:                                             # a NaN passes no threshold: an onset would move, unsaid
@@ -378,7 +377,7 @@ def onsets(self:Trajectory, thresholds=None) -> list[dict]:
 def frame(self:Trajectory) -> 'pd.DataFrame':
     "One row per checkpoint: label, step, tokens and the scalar statistics (per-layer arrays left out)."
     import pandas as pd
-    return pd.DataFrame([{k: v for k, v in r.items() if k not in ('layers', 'source', 'revision')} for r in self.rows])
+    return pd.DataFrame([{k: v for k, v in r.items() if k not in ('layers', 'heads', 'source', 'revision')} for r in self.rows])
 
 @patch
 def x_axis(self:Trajectory) -> tuple[str, list]:
