@@ -17,7 +17,7 @@ from transformers import PreTrainedModel
 from .checks import check_choice, check_int, eval_mode
 from .data import probe_batch
 from .hf import EditPlan, can_route_qk, run_with_cache, run_with_hooks
-from .metrics import SinkMeter
+from .metrics import SinkMeter, meter_batches
 from .model import SinkLM, n_positions
 
 # %% auto #0
@@ -89,27 +89,29 @@ def check_model(model):
 
 # %% ../nbs/12_intervene.ipynb #56862f87
 @torch.inference_mode()
-def _pass(model, ids:Tensor, by_layer:dict, kind:str) -> tuple[float, Tensor]:   # NLL summed, α (B, L, H, P)
-    "Next-token loss and α of one batch with the edit applied: SinkLM hooks, or `hf.run_with_hooks` with a plan."
+def _pass(model, ids:Tensor, by_layer:dict, kind:str, new_meter=SinkMeter) -> tuple[float, SinkMeter]:
+    "Next-token loss (summed) of one batch with the edit applied, and the meter that saw it: SinkLM hooks or a plan."
+    ids = ids.to(next(model.parameters()).device)
     if isinstance(model, SinkLM):
-        meter = SinkMeter(model.metric_options)
+        meter = new_meter()
         with model.hooks(sinklm_hooks(by_layer, kind) + [(meter.wants, lambda x, hook: meter(hook.name, x))]):
             logits = model(ids)
     else:
-        try: p = run_with_hooks(model, ids, SinkMeter, SinkMeter().wants, 'qk', edit_plan(by_layer, kind))
+        try: p = run_with_hooks(model, ids, new_meter, new_meter().wants, 'qk', edit_plan(by_layer, kind))
         except ValueError as e: raise ValueError(f"intervene cannot measure {type(model).__name__}: {e}") from e
         logits, meter = p.output.logits, p.hook
     nll = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction='sum')
-    return nll.item(), meter.result()[0]
+    return nll.item(), meter
 
 # %% ../nbs/12_intervene.ipynb #0ac1c2bb
 def _run(model, ids:Tensor, by_layer:dict, kind:str, batch_size:int) -> tuple[float, Tensor]:
-    "Mean next-token loss and α over all batches."
-    device, nll, alphas = next(model.parameters()).device, 0., []
-    for i0 in range(0, len(ids), batch_size):
-        total, alpha = _pass(model, ids[i0:i0 + batch_size].to(device), by_layer, kind)
-        nll += total; alphas.append(alpha)
-    return nll / ids[:, 1:].numel(), torch.cat(alphas)
+    "Mean next-token loss and α over all batches, by the one measuring loop (`metrics.meter_batches`)."
+    nll, options = [], dict(alpha_options=model.metric_options) if isinstance(model, SinkLM) else {}
+    def forward(batch:Tensor, new_meter) -> SinkMeter:
+        total, meter = _pass(model, batch, by_layer, kind, new_meter)
+        nll.append(total); return meter
+    alpha, _ = meter_batches(forward, ids, batch_size, **options)
+    return sum(nll) / ids[:, 1:].numel(), alpha
 
 # %% ../nbs/12_intervene.ipynb #ed8a7d45
 def _by_layer(heads, L:int, H:int, group:str) -> dict[int, list[int]]:
