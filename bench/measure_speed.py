@@ -1,0 +1,102 @@
+"""What α costs beside the model's own forward: `hf.measure_ids` ÷ a plain sdpa forward of the same ids, at long T.
+
+    python bench/measure_speed.py                      # SmolLM2-135M-Instruct (GGUF), fp32, T = 2048 4096 8192, CPU
+    python bench/measure_speed.py --model tiny --T 64 128 --out /tmp/ms.txt     # the tiny config-built Llama (the test)
+
+For each T one natural sample (the built-in passages, packed; as `hf.measure` draws it) goes through the base model
+three ways, in this order, each timed once after a warm-up at T = 16 (`--repeat` keeps the fastest of several):
+
+- **forward**: `model(input_ids=ids, use_cache=False)` with transformers' sdpa attention, under inference_mode;
+- **measure**: `hf.measure_ids(model, ids)`, the whole measurement (α of every layer and head). On CPU in float32 the
+  forward runs PyTorch's flash kernel directly and hands each query row's log-sum-exp to the meter, which gets every
+  key's column sum from one more kernel pass over the reversed rows (`metrics.column_sums_from_lse`);
+- **walk**: `hf.measure_ids(model, ids, head_stats=('zero_share',))`, where a head statistic makes the meter walk the
+  blocks of query rows (`attention.blocks`) and compute α there — the path every measurement took before.
+
+The ratio measure ÷ forward is the goal (≤ 1.5); max |Δα| compares measure's α with the walk's.
+The table and the command that made it are written to --out.
+"""
+import argparse, json, os, shlex, sys, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+from measure_vs_reference import resolve                           # 'tiny', 'smollm2', a path or a hub id
+
+HERE = Path(__file__).resolve().parent
+
+
+def timed(f, repeat):
+    "The fastest wall time of `repeat` calls of f, and the last result."
+    best = float('inf')
+    for _ in range(repeat):
+        t0 = time.perf_counter(); out = f(); best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def row(model, tok, T, repeat):
+    "Forward, measure and walk at one T: seconds, ratios and max |Δα|."
+    from sink_nb import hf
+    from sink_nb.hf_load import model_probe
+    ids, info = model_probe('natural', T, 1, tok, model.config, pack=True)
+    if len(ids) < 1: raise SystemExit(f"T={T}: the built-in passages give no sample this long")
+    with torch.inference_mode():
+        forward_s, _ = timed(lambda: model(input_ids=ids, use_cache=False), repeat)
+    measure_s, (alpha, _, route, _) = timed(lambda: hf.measure_ids(model, ids), repeat)
+    walk_s, (walked, _, _, _) = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)), repeat)
+    return dict(T=T, forward_s=forward_s, measure_s=measure_s, walk_s=walk_s, ratio=measure_s / forward_s,
+                walk_ratio=walk_s / forward_s, max_delta=(alpha - walked).abs().max().item(), route=route,
+                sink1=100 * (alpha[..., 0] > 0.3).double().mean().item())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--model', default='smollm2', help="hub id, folder, .gguf file, 'tiny' or 'smollm2'")
+    p.add_argument('--T', type=int, nargs='+', default=[2048, 4096, 8192])
+    p.add_argument('--repeat', type=int, default=1, help='timed calls of each kind; the fastest is kept')
+    p.add_argument('--out', type=Path, help='write the table and the command here (default '
+                   'bench/results/measure_speed_cpu.txt)')
+    p.add_argument('--json', type=Path, help='also write the rows here')
+    p.add_argument('--note', action='append', default=[], help='a line to add to the written table (repeatable)')
+    args = p.parse_args(argv)
+    import transformers
+    from sink_nb.hf_load import load_model
+    transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
+    command = 'python bench/measure_speed.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
+    model, tok, _ = load_model(resolve(args.model), dtype='float32', device='cpu')
+    model.set_attn_implementation('sdpa')
+    lines = []
+    def say(s=''): print(s, flush=True); lines.append(s)
+    say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, fp32, CPU ({os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads), torch {torch.__version__}, transformers {transformers.__version__}")
+    header = (f"{'T':>5}  {'forward s':>9}  {'measure s':>9}  {'measure/fwd':>11}  {'walk s':>8}  {'walk/fwd':>8}  "
+              f"{'max |Δα|':>9}  {'Sink_1':>6}  route")
+    say(header); say('-' * len(header))
+    load0, rows = os.getloadavg()[0], []
+    from sink_nb import hf
+    hf.measure_ids(model, model_probe_ids(tok, model))                                   # warm-up at T = 16
+    for T in args.T:
+        r = row(model, tok, T, args.repeat); rows.append(r)
+        say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {r['walk_s']:>8.2f}  "
+            f"{r['walk_ratio']:>7.2f}x  {r['max_delta']:>9.1e}  {r['sink1']:>6.2f}  {r['route']}")
+    say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
+        "walk: the same with a head statistic, so α comes from the block walk; max |Δα|: measure's α against the "
+        "walk's. Sink_1 at ε = 0.3 on this one sample, as a check that both measured the same thing.")
+    say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}")
+    for n in args.note: say(n)
+    say(f"command: {command}")
+    out_file = args.out or HERE / 'results' / 'measure_speed_cpu.txt'
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    out_file.write_text('\n'.join(lines) + '\n')
+    if args.json: args.json.write_text(json.dumps(dict(model=args.model, rows=rows), indent=1))
+    return rows
+
+
+def model_probe_ids(tok, model):
+    "A 16-token natural sample for the warm-up."
+    from sink_nb.hf_load import model_probe
+    return model_probe('natural', 16, 1, tok, model.config, pack=True)[0]
+
+
+if __name__ == '__main__':
+    main()
