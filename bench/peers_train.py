@@ -1,5 +1,5 @@
 """One training step of `SinkLM` against the models a user would train instead, at the same shape: transformers'
-`LlamaForCausalLM` (sdpa; built from the SinkLM by `model.to_hf`, so the weights are the same) and litgpt's `GPT`
+`LlamaForCausalLM` (sdpa; built from the SinkLM by `model_export.to_hf`, so the weights are the same) and litgpt's `GPT`
 (a LLaMA config: RMSNorm, RoPE, SwiGLU, no biases, untied head). AdamW, cross-entropy, one process, the sides
 interleaved and repeated; tokens/s is the median over repeats. Peak memory: each side in a fresh process, the rise of
 the resident set (CPU) or of `max_memory_allocated` (CUDA) over its first steps — weights, gradients, AdamW state and
@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from sink_nb.model import SinkConfig, SinkLM, to_hf
+from sink_nb.model import SinkConfig, SinkLM
+from sink_nb.model_export import to_hf
 
 ROOT = Path(__file__).resolve().parent
 LITGPT_DIR = ROOT / '.peers' / 'litgpt'

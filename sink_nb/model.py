@@ -21,13 +21,12 @@ from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, at
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, eval_mode,
                             interrupt_safe)
 from .metrics import SinkMeter, SinkResult, meter_batches
+from .positions import POSITIONS, POSITIONS_BIAS_SCORES, NoPE, PositionName
 
 # %% auto #0
-__all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'POSITIONS', 'PositionName', 'GATES', 'GateName', 'InitName', 'BackendName',
-           'POSITIONS_BIAS_SCORES', 'name_to_config', 'INITS', 'RMSNorm', 'GatedMLP', 'PlainMLP', 'NoPE', 'RoPE',
-           'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi', 't5_bucket', 'BucketBias',
-           'Relative', 'RelativeReference', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block', 'SinkLM',
-           'name_filter', 'mask_key_hook', 'measure_model', 'to_hf', 'n_positions', 'embedding_rows']
+__all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'GATES', 'GateName', 'InitName', 'BackendName', 'name_to_config', 'INITS',
+           'RMSNorm', 'GatedMLP', 'PlainMLP', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block',
+           'SinkLM', 'name_filter', 'mask_key_hook', 'measure_model', 'n_positions', 'embedding_rows']
 
 # %% ../nbs/03_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
@@ -62,109 +61,6 @@ MLPS = {'swiglu': partial(GatedMLP, act=F.silu), 'geglu': partial(GatedMLP, act=
         'gelu': partial(PlainMLP, act=F.gelu), 'swish': partial(PlainMLP, act=F.silu),
         'none': None}
 MLPName = Annotated[str, OneOf(MLPS)]
-
-# %% ../nbs/03_model.ipynb #5ddca7bb
-class NoPE(nn.Module):
-    "No position information; the base of every encoding: embed, rotate and score_bias do nothing."
-    biases_scores = False
-    def embed(self, positions:Tensor) -> Tensor|None: return None               # (S, d) added to token embeddings
-    def rotate(self, q:Tensor, k:Tensor, positions:Tensor): return q, k          # RoPE
-    def score_bias(self) -> Callable|None: return None                          # (rows, cols) -> (H, c, n)
-
-# %% ../nbs/03_model.ipynb #f7604a7e
-class RoPE(NoPE):
-    def __init__(self, head_dim:int, base:float=10000.0):
-        super().__init__()
-        self.register_buffer('inv_freq', 1 / base ** (torch.arange(0, head_dim, 2).float() / head_dim),
-                             persistent=False)
-    def rotate(self, q:Tensor, k:Tensor, positions:Tensor):
-        cos, signed_sin = self.tables(positions)                                    # (S, d_h) each
-        swap = lambda x: x.unflatten(-1, (2, -1)).flip(-2).flatten(-2)              # [x1, x2] -> [x2, x1]
-        return (q * cos + swap(q) * signed_sin).to(q.dtype), (k * cos + swap(k) * signed_sin).to(k.dtype)
-
-    def tables(self, positions:Tensor) -> tuple[Tensor, Tensor]:
-        "cos and [-sin, sin] at `positions`, computed once per pass (every layer rotates the same positions)."
-        if torch.compiler.is_compiling() or getattr(self, '_cached', (None,))[0] is not positions:
-            freqs = positions.float()[:, None] * self.inv_freq[None]                # (S, d_h/2)
-            self._cached = positions, torch.cat([freqs, freqs], -1).cos(), torch.cat([-freqs.sin(), freqs.sin()], -1)
-        return self._cached[1:]
-
-# %% ../nbs/03_model.ipynb #0f9f40fe
-class Sinusoidal(NoPE):
-    def __init__(self, n_positions:int, d:int):
-        super().__init__()
-        angle = torch.arange(n_positions).float()[:, None] / 10000 ** (torch.arange(0, d, 2).float() / d)   # (S, d/2)
-        self.register_buffer('table', torch.cat([angle.sin(), angle.cos()], -1)[:, :d], persistent=False)
-    def embed(self, positions:Tensor) -> Tensor: return self.table[positions]
-
-class LearnedPositions(NoPE):
-    def __init__(self, n_positions:int, d:int): super().__init__(); self.wpe = nn.Embedding(n_positions, d)
-    def embed(self, positions:Tensor) -> Tensor: return self.wpe(positions)
-
-# %% ../nbs/03_model.ipynb #5f1e81a1
-def alibi_slopes(n_head:int) -> Tensor:
-    "ALiBi's per-head slopes m_h, as in Press et al.'s reference code, for any number of heads."
-    def geometric(n): start = 2 ** (-8 / n); return [start ** (i + 1) for i in range(n)]
-    closest = 2 ** math.floor(math.log2(n_head))
-    return torch.tensor(geometric(closest) + geometric(2 * closest)[0::2][:n_head - closest])
-
-# %% ../nbs/03_model.ipynb #90590e22
-class AlibiBias:
-    "ALiBi's -m_h · (i - j) as a score bias."
-    def __init__(self, slopes:Tensor): self.slopes = slopes
-    def __call__(self, rows:Tensor, cols:Tensor) -> Tensor:                      # (H, c, n)
-        return -self.slopes[:, None, None].to(rows.device) * (rows[:, None] - cols[None, :]).clamp_min(0)
-    def at(self, h, i, j): return -self.slopes[h] * (i - j).clamp_min(0)
-
-class ALiBi(NoPE):
-    biases_scores = True
-    def __init__(self, n_head:int):
-        super().__init__(); self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
-    def score_bias(self) -> AlibiBias: return AlibiBias(self.slopes)
-
-# %% ../nbs/03_model.ipynb #9e917fb5
-def t5_bucket(distance:Tensor, n_buckets:int=32, max_distance:int=128) -> Tensor:
-    "T5's unidirectional bucket of distances i - j (negative distances, seen only in a prefix, share bucket 0)."
-    n, exact = distance.clamp_min(0), n_buckets // 2
-    scaled = torch.log(n.float().clamp_min(1) / exact) / math.log(max_distance / exact) * (n_buckets - exact)
-    log_bucket = exact + scaled.long()
-    return torch.where(n < exact, n, log_bucket.clamp_max(n_buckets - 1))
-
-# %% ../nbs/03_model.ipynb #067e09d9
-class BucketBias:
-    "A score bias read from a (buckets, H) table by the T5 bucket of i - j."
-    def __init__(self, table:Tensor, n_buckets:int, max_distance:int):
-        self.table, self.nb, self.md = table, n_buckets, max_distance
-    def __call__(self, rows:Tensor, cols:Tensor) -> Tensor:                      # (H, c, n)
-        return self.table[t5_bucket(rows[:, None] - cols[None, :], self.nb, self.md)].permute(2, 0, 1)
-    def at(self, h, i, j): return self.table[t5_bucket(i - j, self.nb, self.md), h]
-
-class Relative(NoPE):
-    "T5's learned per-bucket, per-head bias, shared by all layers."
-    biases_scores = True
-    def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
-        super().__init__(); self.nb, self.md = n_buckets, max_distance
-        self.table = nn.Parameter(torch.zeros(n_buckets, n_head))                  # (buckets, H)
-    def score_bias(self) -> BucketBias: return BucketBias(self.table, self.nb, self.md)
-
-class RelativeReference(Relative):
-    "The reference code's relative PE: + bucket(i - j) itself, every head, not learned."
-    def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
-        NoPE.__init__(self); self.nb, self.md = n_buckets, max_distance
-        self.register_buffer('table', torch.arange(n_buckets).float()[:, None].expand(n_buckets, n_head).contiguous(),
-                             persistent=False)
-
-# %% ../nbs/03_model.ipynb #8ca1cecc
-POSITIONS = {
-    'rope': lambda cfg: RoPE(cfg.head_dim, cfg.rope_base),
-    'alibi': lambda cfg: ALiBi(cfg.n_head),
-    'nope': lambda cfg: NoPE(),
-    'absolute': lambda cfg: Sinusoidal(cfg.block_size + 1, cfg.n_embd),
-    'learned': lambda cfg: LearnedPositions(cfg.block_size + 1, cfg.n_embd),
-    'relative': lambda cfg: Relative(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
-    'relative_reference': lambda cfg: RelativeReference(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
-}
-PositionName = Annotated[str, OneOf(POSITIONS)]
 
 # %% ../nbs/03_model.ipynb #ae8a2040
 GATES = {'none': None,
@@ -259,9 +155,6 @@ def _resolve(cfg:SinkConfig):
               "a fixed v* needs k_bias=True and v_bias=False")
     _conflict(not POSITIONS_BIAS_SCORES[cfg.pos] or op.feature is None, 'pos', 'attention',
               f"pos={cfg.pos!r} biases scores, which kernel attention does not have")
-
-POSITIONS_BIAS_SCORES = {'rope': False, 'alibi': True, 'nope': False, 'absolute': False, 'learned': False,
-                         'relative': True, 'relative_reference': True}
 
 # %% ../nbs/03_model.ipynb #eefc2cce
 @patch
@@ -567,35 +460,6 @@ def measure_model(
                 window=cfg.window, prefix=cfg.prefix,
                 sink_token=cfg.sink_token)
     return SinkResult(alpha, tokens, name or cfg.name, cfg.n_slots, meta, stats)
-
-# %% ../nbs/03_model.ipynb #274d0f66
-_PLAIN = dict(attention='softmax', pos='rope', norm_position='pre', norm_type='rms', mlp='swiglu', k_bias=False,
-              v_bias=False, sink_token=False, sink_logit=False, gate='none', window=None, prefix=0, norm_scale=1.0)
-_HF_NAMES = {'wte': 'model.embed_tokens', 'norm': 'model.norm', 'lm_head': 'lm_head', 'blocks': 'model.layers',
-             'attn.q': 'self_attn.q_proj', 'attn.k': 'self_attn.k_proj', 'attn.v': 'self_attn.v_proj',
-             'attn.proj': 'self_attn.o_proj',
-             'mlp.gate': 'mlp.gate_proj', 'mlp.up': 'mlp.up_proj', 'mlp.down': 'mlp.down_proj',
-             'norm1': 'input_layernorm', 'norm2': 'post_attention_layernorm'}
-
-def _hf_key(key:str) -> str:
-    for ours, theirs in _HF_NAMES.items(): key = key.replace(ours + '.', theirs + '.')
-    return key
-
-# %% ../nbs/03_model.ipynb #672e37ca
-def to_hf(model:SinkLM):
-    "The same model as a transformers `LlamaForCausalLM` (plain configs only)."
-    from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = model.config
-    blockers = [f"{k}={getattr(cfg, k)!r} (LLaMA has {v!r})" for k, v in _PLAIN.items() if getattr(cfg, k) != v]
-    if blockers: raise ValueError("to_hf exports LLaMA-shaped configs only; this one has " + ', '.join(blockers))
-    hf = LlamaForCausalLM(LlamaConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.n_embd, intermediate_size=cfg.d_ff,
-        num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head, num_key_value_heads=cfg.n_kv_head,
-        head_dim=cfg.head_dim,
-        max_position_embeddings=cfg.block_size, rms_norm_eps=cfg.norm_eps, rope_theta=cfg.rope_base,
-        tie_word_embeddings=False,
-        attention_bias=False, mlp_bias=False))
-    hf.load_state_dict({_hf_key(k): v for k, v in model.state_dict().items()}, strict=True)
-    return hf.to(next(model.parameters()).dtype)
 
 # %% ../nbs/03_model.ipynb #db2826f5
 def n_positions(model) -> int|None:
