@@ -21,7 +21,7 @@ from .checks import check_choice, check_eps, check_int, renamed_attributes
 from .metrics import HEAD_STATS, HEAD_LABELS, SinkResult
 from .checkpoints import checkpoint_state
 from .runs import Run
-from .stats import Study
+from .studies import Study
 
 __getattr__ = renamed_attributes('sink_nb.explore', pattern_from_model='sink_nb.hf.pattern_from_model')
 
