@@ -25,7 +25,7 @@ def _cores() -> int:
 
 def _demo_variant(variant:str, out:str, steps:int, seed:int, threads:int, progress:bool) -> str:
     "Train one demo variant with `threads` torch threads; its run directory."
-    from sink_nb.stats import train_variant
+    from sink_nb.studies import train_variant
     return train_variant(dict(config=DEMO_VARIANTS[variant]), seed, steps, str(Path(out) / variant), threads, progress)
 
 
@@ -287,7 +287,8 @@ def _check_mitigations_out(out:Path):
 
 def run_mitigations(args) -> list[dict]:
     "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
-    from sink_nb.stats import compare_runs, train_mitigations
+    from sink_nb.stats import compare_runs
+    from sink_nb.studies import train_mitigations
     _check_mitigations_out(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -306,7 +307,7 @@ _STUDY_REPORTS = ('study.json', 'study.txt')
 
 def run_cpu_study(args) -> 'Study':
     "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
-    from sink_nb.stats import CPU_STUDIES, run_study, variant_folder
+    from sink_nb.studies import CPU_STUDIES, run_study, variant_folder
     if args.name not in CPU_STUDIES:
         raise SystemExit(f"sink-nb study: NAME must be one of {list(CPU_STUDIES)}, got {args.name!r}")
     if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
@@ -365,7 +366,7 @@ def _mitigations_parser(sub):
                    help=f"a subset: {', '.join(names)}")
 def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
-                       description='Train every variant of a study of stats.CPU_STUDIES (optimization, data, loss, '
+                       description='Train every variant of a study of studies.CPU_STUDIES (optimization, data, loss, '
                                    'architecture, layout) for each seed on the demo task; print final, peak, mean and '
                                    'onset of Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this '
                                    'command).')

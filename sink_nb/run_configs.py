@@ -10,7 +10,7 @@ import yaml
 
 from .checks import check_choice, coerce, field_types
 from .model import SinkConfig
-from .runs import TrainConfig
+from .run_settings import TrainConfig
 
 # %% auto #0
 __all__ = ['CPU_SCALE', 'list_configs', 'load_run_config', 'scale_to_cpu']

@@ -15,7 +15,7 @@ from .checks import check_choice
 from .metrics import SinkResult
 from .checkpoints import checkpoint_state
 from .runs import Run
-from .stats import Study
+from .studies import Study
 from .explore import EMBED_OPTIONS, grid_view, inline_csv, note_view, to_svg, view_chart, view_spec
 
 # %% auto #0

@@ -5,9 +5,9 @@
 # %% ../nbs/05_runs.ipynb #13dee16a
 from __future__ import annotations
 import errno, hashlib, json, math, os, shutil, socket, warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal, NamedTuple
+from typing import Iterator, NamedTuple
 
 import yaml
 from fastcore.basics import patch
@@ -18,90 +18,15 @@ from .checkpoints import (folder_lock, foreign_checkpoint_entries, is_disk_full,
                                  list_checkpoints, load_checkpoint, load_tree, lock_owner, plain_file, save_tree,
                                  stale_lock)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
-from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
-                            check_fields, check_float, check_int)
+from .checks import check_float, check_int
 from .metrics import SinkResult
-from .model import SinkConfig, SinkLM, measure_model
+from .model import SinkLM, measure_model
+from .run_settings import RUNTIME_ONLY, RunConfig, flat_settings
 
 # %% auto #0
-__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'Run', 'RunConfig', 'flat_settings', 'Evaluation', 'Event', 'parse_record', 'EvalSet']
-
-# %% ../nbs/05_runs.ipynb #2bfcafc6
-@dataclass
-class TrainConfig:
-    "Everything about a training run except the model."
-    # data
-    corpus:str = 'bigram-backcopy'      # built-in name, local file or folder, hub id, or a `shards.prepare` folder
-    tokenizer:str|None = None           # None for pre-tokenised corpora; 'bytes', a transformers name, or a .gguf file
-    seq_len:PositiveInt = 64            # T of training blocks
-    corpus_args:dict = field(default_factory=dict)   # extra `load_corpus` / `prepare` arguments (n, split, ...)
-    data_dir:str = '~/.cache/sink_nb/data'   # where prepared token shards of text corpora are kept
-    val_blocks:PositiveInt = 256        # bigram-backcopy: rows held out for validation and the probe
-    max_tokens:PositiveInt|None = None  # token budget (the paper's 50M…5B)
-    random_tokens:list|None = None      # [start, end): positions of every training block replaced by random tokens
-    fixed_token:list|None = None        # [position, token_id]: a fixed token at a position (training and probe)
-    # optimisation
-    steps:PositiveInt = 1000
-    batch_size:PositiveInt = 64         # sequences per optimiser step, all processes together
-    micro_batch:PositiveInt|None = None # sequences per forward per process; None = all of this process's share
-    lr:PositiveFloat = 4e-4; min_lr:NonNegativeFloat = 4e-5; warmup:NonNegativeInt = 100
-    schedule:Literal['cosine', 'constant'] = 'cosine'   # 'constant': the reference's configs (min_lr = lr)
-    betas:list = field(default_factory=lambda: [0.9, 0.95])
-    weight_decay:NonNegativeFloat = 0.1
-    decay_all:bool = True               # decay norms, biases, embeddings, slots too (the reference does)
-    grad_clip:NonNegativeFloat = 1.0    # 0: no clipping
-    # sink tracking
-    eval_every:PositiveInt = 100
-    eval_batches:PositiveInt = 4
-    probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
-    sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
-    eps:OpenUnitFloat = 0.3
-    divisor:Literal['reference', 'visible'] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
-    # runtime
-    seed:NonNegativeInt = 0
-    dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
-    compile:bool = False                # torch.compile the model
-    parallel:Literal['ddp', 'fsdp'] = 'ddp'             # under torchrun: DDP or FSDP2
-    checkpoint_every:PositiveInt = 500
-    checkpoint_schedule:Literal['every', 'log'] = 'every'   # 'log': also at steps 1, 2, 4, ... below it; all kept
-    keep_checkpoints:PositiveInt = 2    # the newest kept, under checkpoint_schedule 'every'
-    out_dir:str = 'runs/run'
-    resume:bool = False                 # continue the run in out_dir from its last good checkpoint
-    overwrite:bool = False              # delete the run in out_dir (only what sink_nb wrote) and start again
-    allow_changes:list = field(default_factory=list)    # fields that may differ from the run's on resume (recorded)
-    progress:bool = True
-    wandb:bool = False; tensorboard:bool = False
-
-    def __post_init__(self): check_fields(self); _check_train(self)
-
-# %% ../nbs/05_runs.ipynb #36b264d5
-def _check_train(cfg:TrainConfig):
-    "Cross-field rules of a TrainConfig, each error naming its fields."
-    if cfg.min_lr > cfg.lr: raise ValueError(f"`min_lr`={cfg.min_lr} must not exceed `lr`={cfg.lr}")
-    if cfg.probe_T > cfg.seq_len + 1:
-        raise ValueError(f"`probe_T`={cfg.probe_T} must be at most seq_len + 1 = {cfg.seq_len + 1}")
-    if len(cfg.betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in cfg.betas):
-        raise ValueError(f"`betas` must be two numbers in [0, 1), got {cfg.betas!r}")
-    if cfg.random_tokens is not None and not _span_ok(cfg.random_tokens, cfg.seq_len + 1):
-        raise ValueError("`random_tokens` must be [start, end) with 0 <= start < end <= seq_len + 1 = "
-                         f"{cfg.seq_len + 1}, got {cfg.random_tokens!r}")
-    pair = cfg.fixed_token if cfg.fixed_token is not None and len(cfg.fixed_token) == 2 else None
-    token_ok = pair is not None and type(pair[1]) is int and pair[1] >= 0       # its vocabulary: with the data
-    if cfg.fixed_token is not None and not (token_ok and _span_ok([pair[0], pair[0] + 1], cfg.seq_len + 1)):
-        raise ValueError("`fixed_token` must be [position, token_id] with 0 <= position <= seq_len and an integer "
-                         f"token_id >= 0, got {cfg.fixed_token!r}")
-    if cfg.resume and cfg.overwrite:
-        raise ValueError("`resume` and `overwrite` conflict: continue the run, or delete it, not both")
-    unknown = set(cfg.allow_changes) - {f.name for f in fields(TrainConfig)} - {f.name for f in fields(SinkConfig)}
-    if unknown: raise ValueError(f"`allow_changes` names no TrainConfig or SinkConfig field: {sorted(unknown)}")
-
-def _span_ok(span, limit:int) -> bool:
-    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in span)
-    return len(span) == 2 and ints and 0 <= span[0] < span[1] <= limit
+__all__ = ['Run', 'Evaluation', 'Event', 'parse_record', 'EvalSet']
 
 # %% ../nbs/05_runs.ipynb #fb46dfad
-RUNTIME_ONLY = frozenset({'resume', 'overwrite', 'allow_changes', 'progress', 'wandb', 'tensorboard', 'out_dir'})
-
 class Run:
     "A run folder: the one reader and writer of its files. Reading never writes; a run is known by its resolved path."
     CONFIG, METRICS, SUMMARY = 'config.yaml', 'metrics.jsonl', 'summary.json'
@@ -119,19 +44,6 @@ class Run:
     name = property(lambda self: self.path.name)
     is_run = property(lambda self: (self.path / self.CONFIG).is_file())
     has_log = property(lambda self: (self.path / self.METRICS).is_file())
-
-# %% ../nbs/05_runs.ipynb #79613d0a
-class RunConfig(NamedTuple):
-    "A run's saved settings: the model's, the run's, and the changes accepted on resume (step, fields)."
-    model:SinkConfig
-    train:TrainConfig
-    changes:list
-
-def _settings(cls, values:dict):
-    "`cls(**values)`, an unknown field named with the known ones."
-    if unknown := set(values) - {f.name for f in fields(cls)}:
-        raise ValueError(f"unknown {cls.__name__} fields {sorted(unknown)}; see `sink-nb train --help`")
-    return cls(**values)
 
 # %% ../nbs/05_runs.ipynb #8c57fd8d
 @patch
@@ -174,17 +86,11 @@ def _raw_config(self:Run) -> dict:
 def config(self:Run) -> RunConfig:
     "The run's settings, each field checked; an error naming the file and the field."
     raw = self._raw_config()
-    try: return RunConfig(_settings(SinkConfig, raw['model']), _settings(TrainConfig, raw['train']),
-                          list(raw.get('changes') or []))
+    try: return RunConfig.from_dict(raw)
     except (TypeError, ValueError) as e: raise ValueError(f"{self.path / self.CONFIG}: {e}") from None
 
 # %% ../nbs/05_runs.ipynb #6027e2f3
 _ADDED = {'train.checkpoint_schedule': 'every'}   # settings newer than some runs, at the value those runs had
-
-def flat_settings(config:dict, without=()) -> dict:
-    "{'model': {...}, 'train': {...}} as flat settings ('model.n_layer': 2, ...), but runtime-only ones and `without`."
-    return {f'{section}.{k}': v for section in ('model', 'train') for k, v in config[section].items()
-            if k not in RUNTIME_ONLY | set(without)}
 
 @patch
 def settings(self:Run, without=()) -> dict:

@@ -23,7 +23,8 @@ from .checks import eval_mode
 from .metrics import first_key_problem
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
-from .runs import EvalSet, Run, TrainConfig, flat_settings
+from .runs import EvalSet, Run
+from .run_settings import TrainConfig, flat_settings
 
 # %% auto #0
 __all__ = ['log', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
