@@ -17,7 +17,8 @@ from tqdm.auto import tqdm
 from .charts import svg_chart
 from .checkpoints import checkpoint_state
 from .checks import check_eps, check_int
-from .hf import ModelSource, load_model, measure_ids, model_probe, resolve_model
+from .hf import measure_ids
+from .hf_load import ModelSource, load_model, model_probe, resolve_model
 from .metrics import SinkMeter, SinkResult, first_token_norm_ratio, induction_probe
 from .model import SinkLM, n_positions
 from .runs import Run
@@ -271,7 +272,7 @@ def trajectory(
     texts=None,                   # natural texts for transformers models (default: the built-in passages)
     seed:int=0,                   # seed of the induction probe
     batch_size:int=16,
-    dtype=None, device=None,      # of transformers models, as `hf.load_model`
+    dtype=None, device=None,      # of transformers models, as `hf_load.load_model`
     progress:bool=True,
 ) -> Trajectory:
     "Sink, circuit, massive-activation and entropy statistics of every checkpoint of a series, on fixed probes."
