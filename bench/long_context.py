@@ -40,10 +40,10 @@ def _texts(corpus):
 def worker(args):
     "Load the model, reset the peak probe, run hf.measure once; print the row as JSON."
     import transformers
-    from sink_nb import hf
+    from sink_nb import hf, hf_load
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
     device, T = torch.device(args.device), args.T[0]
-    model, tok, _ = hf.load_model(args.path, dtype='float32', device=device)
+    model, tok, _ = hf_load.load_model(args.path, dtype='float32', device=device)
     c = model.config.get_text_config()
     L, H, limit = c.num_hidden_layers, c.num_attention_heads, getattr(c, 'max_position_embeddings', None)
     allow_longer = isinstance(limit, int) and T > limit

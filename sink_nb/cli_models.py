@@ -194,7 +194,8 @@ def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
     check_outputs([args.model], args.json); _not_a_run(args.model, 'heads')
     from sink_nb.data import probe_batch
-    from sink_nb.hf import load_model, measure
+    from sink_nb.hf import measure
+    from sink_nb.hf_load import load_model
     from sink_nb.metrics import HEAD_LABELS
     from sink_nb.intervene import check_model, head_groups, intervene
     try:
@@ -244,14 +245,14 @@ def heads_parser(sub):
 def _quant_inputs(args, text:str):
     "(model, first T token ids of `text`, name) of a transformers causal LM, or of a run with the tokenizer it used."
     import torch
-    from sink_nb import corpora, hf
+    from sink_nb import corpora, hf_load
     if run := run_folder(args.model):
         if not (tok := run.config.train.tokenizer): raise ValueError(f"{run.path} has no tokenizer: it trained on ids")
         (model, step), tok = run.model(), corpora.get_tokenizer(tok)
         name = f"{run.path} (checkpoint step {step}" + ('' if run.summary else f"; the run is {run.status}") + ')'
         model = model.to(args.device or 'cpu', getattr(torch, args.dtype or 'float32'))
     else:
-        model, tok, name = hf.load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')
+        model, tok, name = hf_load.load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')
         if name.lower().endswith('.gguf'): print(f"{name}: a GGUF file, de-quantised to {model.dtype} on load")
     return model, torch.tensor(tok(text)['input_ids'][:args.T]), name
 

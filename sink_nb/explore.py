@@ -463,8 +463,8 @@ def compare_frame(
         if not isinstance(r, SinkResult): raise ValueError(f"`results` must hold SinkResults, got {type(r).__name__}")
         probe = r.metadata.get('probe', 'natural')
         rows.append(dict(model=label or '?', probe=probe, source='sink_nb', sink=r.rate(k=k, eps=eps)))
-        if k == 1 and eps == 0.3 and '/' in r.name:       # hub ids only: importing hf pulls in transformers
-            from sink_nb.hf import OPEN_MODELS
+        if k == 1 and eps == 0.3 and '/' in r.name:       # hub ids only: importing hf_load pulls in transformers
+            from sink_nb.hf_load import OPEN_MODELS
             paper = OPEN_MODELS.get(r.name, {}).get(probe)
             if paper is not None: rows.append(dict(model=label, probe=probe, source='paper', sink=paper))
     return pd.DataFrame(rows, columns=['model', 'probe', 'source', 'sink'])

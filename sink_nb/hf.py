@@ -13,146 +13,31 @@ from typing import Callable, NamedTuple
 import pandas as pd
 import torch
 from fastcore.basics import patch
-from safetensors import SafetensorError
 from torch import Tensor, nn
 from tqdm.auto import tqdm
-from transformers import (AttentionInterface, AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer,
-                          PreTrainedModel)
+from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
 from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
-from .data import PROBES, probe_batch
+from .data import PROBES
+from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, load_config, load_model,
+                             load_tokenizer, model_probe, resolve_model)
 from .metrics import SinkMeter, SinkResult
-from .corpora import gguf_tokenizer, local_path
 from .model import SinkLM, name_filter
 
 # %% auto #0
-__all__ = ['ROUTES', 'OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_model', 'Unsupported', 'EditPlan', 'can_route_qk',
-           'check_route', 'Pass', 'run_with_hooks', 'run_with_cache', 'pattern_from_model', 'pattern_from_hf',
-           'pattern_source', 'measure_ids', 'measure', 'measure_many']
+__all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'measure', 'measure_many']
 
-# %% ../nbs/11_hf.ipynb #b1b1024f
-_AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
+# %% ../nbs/11_hf.ipynb #55f8d2a2
+ROUTES = ('auto', 'qk', 'eager')
 
-def _check_device(device) -> torch.device|None:
-    "`device` as a torch.device this machine has (None stays None); else a ValueError saying what is missing."
-    if device is None: return None
-    try: d = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"`device` must be a name such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from None
-    if d.type in _AVAILABLE and not _AVAILABLE[d.type]():
-        raise ValueError(f"`device={device!r}`, but torch finds no {d.type.upper()} device on this machine; "
-                         "use 'cpu' or None")
-    if d.type == 'cuda' and d.index is not None and d.index >= torch.cuda.device_count():
-        raise ValueError(f"`device={device!r}`, but this machine has {torch.cuda.device_count()} CUDA device(s)")
-    return d
-
-def _default_device() -> torch.device: return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-
-# %% ../nbs/11_hf.ipynb #47e78718
-def _resolve_dtype(dtype, device) -> torch.dtype:
-    "A floating torch dtype from a dtype or its name; None: float32 on CPU, bfloat16 elsewhere."
-    if dtype is None: return torch.float32 if torch.device(device).type == 'cpu' else torch.bfloat16
-    if isinstance(dtype, str): dtype = getattr(torch, dtype, None)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"`dtype` must be a floating torch dtype or its name ('float32', 'bfloat16', 'float16'), "
-                         f"got {dtype!r}")
-    return dtype
-
-# %% ../nbs/11_hf.ipynb #5106c36a
-class ModelSource(NamedTuple):
-    "Where a model is, resolved once: what the user gave, and the `from_pretrained` arguments it means."
-    given:str                     # the hub id or path as given
-    src:str                       # a hub id or a folder
-    kw:dict                       # {'gguf_file': name} for a GGUF file, else {}
-
-def resolve_model(path) -> ModelSource:
-    "`from_pretrained` arguments for a hub id, a local folder or a GGUF file; a path that is not there says so."
-    if isinstance(path, ModelSource): return path
-    local = local_path(path, 'model_or_id')              # the one answer to "local path or hub id?" (corpora)
-    if local is None: return ModelSource(str(path), str(path), {})
-    if local.suffix == '.gguf': return ModelSource(str(path), str(local.parent), dict(gguf_file=local.name))
-    return ModelSource(str(path), str(local), {})
-
-@contextlib.contextmanager
-def _reading(path, kw:dict):
-    "Turn damaged weights, an unparsable GGUF file or a missing GGUF reader into an error naming the file."
-    try: yield
-    except SafetensorError as e:
-        raise ValueError(f"cannot read the weights of {path}: a .safetensors file there is truncated or damaged "
-                         f"({e})") from e
-    except ImportError as e:
-        if 'gguf_file' not in kw: raise
-        raise ValueError(f"reading the GGUF file {path} needs the `gguf` package, which is not installed: "
-                         "pip install 'gguf>=0.10'") from e
-    except Exception as e:
-        if 'gguf_file' not in kw: raise
-        if 'pip install' in str(e):                                           # transformers names a missing helper
-            raise ValueError(f"reading the GGUF file {path} needs a package that is not installed: {e}") from e
-        raise ValueError(f"cannot read the GGUF file {path} (truncated or corrupt?): {type(e).__name__}: {e}") from e
-
-# %% ../nbs/11_hf.ipynb #b79c99c5
-def _config(model_or_id):
-    "The model's config, read without its weights."
-    if isinstance(model_or_id, PreTrainedModel): return model_or_id.config
-    if not isinstance(model_or_id, (str, Path, ModelSource)):
-        raise ValueError("`model_or_id` must be a hub id, a path or a transformers PreTrainedModel, "
-                         f"got {type(model_or_id).__name__}")
-    given, src, kw = resolve_model(model_or_id)
-    with _reading(given, kw): return AutoConfig.from_pretrained(src, **kw)
-
-# %% ../nbs/11_hf.ipynb #a8d3d3c3
-def _tokenizer(tokenizer, model_or_id):
-    "A tokenizer: the one given, one loaded from an id/path, or the one beside the model (None for a loaded model)."
-    if tokenizer is None and isinstance(model_or_id, (str, Path, ModelSource)): tokenizer = model_or_id
-    if not isinstance(tokenizer, (str, Path, ModelSource)): return tokenizer
-    given, src, kw = resolve_model(tokenizer)
-    with _reading(given, kw):                       # a GGUF file's BOS as the file says, in every transformers version
-        if 'gguf_file' in kw: return gguf_tokenizer(Path(src) / kw['gguf_file'])
-        return AutoTokenizer.from_pretrained(src, **kw)
-
-# %% ../nbs/11_hf.ipynb #b2e69dd3
-_HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
-
-def load_model(
-    model_or_id,                # hub id, local folder, path of a .gguf file, a ModelSource, or a loaded PreTrainedModel
-    tokenizer=None,             # a tokenizer, an id/path to load one from, or None (load it beside the model)
-    dtype=None,                 # torch dtype or name; None: float32 on CPU, bfloat16 on GPU (loaded models keep theirs)
-    device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
-    config=None,                # the model's config when already read (saves parsing a GGUF file twice)
-    head:str='base',            # 'base': without the LM head (measuring); 'causal_lm': with it (losses, KV cache)
-) -> tuple[PreTrainedModel, object, str]:  # model (loaded: eval mode; given: as it was), tokenizer, name
-    "Load a transformers model and its tokenizer from the hub, a folder or a GGUF file; or pass a loaded one through."
-    check_choice(head, 'head', _HEADS)
-    device, config = _check_device(device), config or _config(model_or_id)
-    if isinstance(model_or_id, PreTrainedModel):
-        model, name = model_or_id, getattr(model_or_id, 'name_or_path', '') or type(model_or_id).__name__
-        if dtype is not None: model = model.to(_resolve_dtype(dtype, 'cpu'))
-        if device is not None: model = model.to(device)
-        return model, _tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
-    (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
-    with _reading(name, kw):
-        model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
-                                                   output_loading_info=True, **kw)
-    if missing := sorted(info.get('missing_keys') or []):               # they would be random: a number about nothing
-        raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
-                         f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
-    return model.to(device).eval(), _tokenizer(tokenizer, model_or_id), name
-
-# %% ../nbs/11_hf.ipynb #db5ed575
-def _check_length(config, T:int, allow_longer:bool):
-    "T within the model's positions; past them only for a RoPE model and only when `allow_longer`."
-    c = config.get_text_config()
-    limit = getattr(c, 'max_position_embeddings', None)
-    if not isinstance(limit, int) or T <= limit: return
-    if getattr(c, 'rope_parameters', None):
-        if allow_longer: return
-        raise ValueError(f"`T`={T} is longer than the model's max_position_embeddings={limit}: lower `T`, or pass "
-                         "allow_longer=True to run this RoPE model past its training length")
-    raise ValueError(f"`T`={T} is longer than the model's max_position_embeddings={limit}: {type(c).__name__} has a "
-                     f"table of {limit} absolute positions, so lower `T` (allow_longer applies to RoPE models only)")
+def check_route(route:str) -> str:
+    "`route` if it is one of ROUTES; the name it had before ('stream') is refused with the new one."
+    if route == 'stream': raise ValueError("route='stream' is now route='qk' (α from q and k, no T×T weights)")
+    return check_choice(route, 'route', ROUTES)
 
 # %% ../nbs/11_hf.ipynb #6ee1c9f6
 _IMPL = 'sink_nb_sdpa'
@@ -344,14 +229,6 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
         if wants(name := f'blocks.{l}.attn.hook_pattern'): emit(name, a, causal=bool((a.triu(1) == 0).all()))
     return out
 
-# %% ../nbs/11_hf.ipynb #55f8d2a2
-ROUTES = ('auto', 'qk', 'eager')
-
-def check_route(route:str) -> str:
-    "`route` if it is one of ROUTES; the name it had before ('stream') is refused with the new one."
-    if route == 'stream': raise ValueError("route='stream' is now route='qk' (α from q and k, no T×T weights)")
-    return check_choice(route, 'route', ROUTES)
-
 # %% ../nbs/11_hf.ipynb #86d9c462
 _STREAMED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
 
@@ -423,6 +300,7 @@ def run_with_hooks(
         except Unsupported as e: (taken, reason), hook = _fallback(model, route, str(e), wants, edit), new_hook()
     return Pass(_eager(model, ids, hook, wants, base), hook, taken, reason, {})
 
+# %% ../nbs/11_hf.ipynb #16866a93
 class _Cache(dict):
     "A hook that keeps every value it is handed."
     def __call__(self, name:str, x:Tensor, **alpha_options): self[name] = x.detach()
@@ -526,23 +404,6 @@ def measure_ids(
                       stacklevel=3)
     return (torch.cat(alphas) if alphas[0] is not None else None), {n: torch.cat(v) for n, v in stats.items()}, *used
 
-# %% ../nbs/11_hf.ipynb #57afb47d
-def _check_texts(texts):
-    "An empty `texts` is a mistake, not a request for no samples."
-    if texts is not None and not isinstance(texts, str) and hasattr(texts, '__len__') and len(texts) == 0:
-        raise ValueError("`texts` is empty: pass at least one text, or None for the built-in passages")
-
-def model_probe(kind:str, T:int, n:int, tok, config, **kwargs) -> tuple[Tensor, dict]:
-    "The probe's ids (N, T) and what was done; fewer samples than `n` is said aloud and recorded as `n_found`."
-    c = config.get_text_config()
-    sizes = [s for s in (getattr(c, 'vocab_size', None), len(tok) if tok is not None else None) if s]
-    ids, info = probe_batch(kind, T, n, tok, vocab_size=min(sizes) if sizes else None, bos_id=c.bos_token_id, **kwargs)
-    if len(ids) < n:
-        fix = 'pass more or longer `texts` or lower `T`' + ('' if kwargs.get('pack') else ', or set pack=True')
-        warnings.warn(f"asked for n={n} samples of T={T} tokens, but the texts give {len(ids)} ({info['skipped']} too "
-                      f"short): {fix}", stacklevel=3)
-    return ids, info | dict(n_found=len(ids))
-
 # %% ../nbs/11_hf.ipynb #2195c984
 _HIDDEN = 'residual stream before the final norm: input of block 0, output of each block'
 
@@ -578,15 +439,15 @@ def measure(
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
-    check_choice(probe, 'probe', PROBES); check_route(route); _check_device(device); _check_texts(texts)
+    check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
     eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
     T = check_probe_length(check_int(T, 'T', 2), eps)          # Sink_1 at ε must be able to tell a sink from chance
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
-    t0, config = time.perf_counter(), _config(model_or_id)                # config first: positions, vocabulary, BOS
-    _check_length(config, T, allow_longer)
-    tok = _tokenizer(tokenizer, model_or_id)
+    t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
+    check_length(config, T, allow_longer)
+    tok = load_tokenizer(tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
@@ -597,29 +458,6 @@ def measure(
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, metadata=meta, stats=stats,
                       pattern=pattern_from_hf(model, ids, route=route))
-
-# %% ../nbs/11_hf.ipynb #c49b415f
-def _row(family, params, natural=None, random=None, repeated=None):
-    "One registry entry: family, size and the paper's Table 1 values (None where it gives none)."
-    return dict(family=family, params=params, natural=natural, random=random, repeated=repeated)
-
-OPEN_MODELS = {
-    **{f'openai-community/{m}': _row('GPT-2', p) for m, p in [('gpt2', '124M'), ('gpt2-medium', '355M'),
-                                                               ('gpt2-large', '774M')]},
-    'openai-community/gpt2-xl': _row('GPT-2', '1.5B', 77.00, 70.29, 62.28),
-    'meta-llama/Llama-2-7b-hf': _row('LLaMA-2', '7B', 92.47, 90.13, 0.00),
-    **{f'meta-llama/{m}': _row('LLaMA-2', p) for m, p in [('Llama-2-7b-chat-hf', '7B'), ('Llama-2-13b-hf', '13B'),
-                                                           ('Llama-2-13b-chat-hf', '13B')]},
-    'meta-llama/Meta-Llama-3-8B': _row('LLaMA-3', '8B', 99.02, 91.23, 0.00),
-    **{f'meta-llama/{m}': _row(f, '8B') for m, f in [('Meta-Llama-3-8B-Instruct', 'LLaMA-3'),
-                                                      ('Meta-Llama-3.1-8B', 'LLaMA-3.1'),
-                                                      ('Meta-Llama-3.1-8B-Instruct', 'LLaMA-3.1')]},
-    **{f'EleutherAI/pythia-{s}': _row('Pythia', s.upper()) for s in
-       ['14m', '31m', '70m', '160m', '410m', '1b', '1.4b', '2.8b', '6.9b', '12b']},
-    **{f'facebook/opt-{s}': _row('OPT', s.upper()) for s in ['125m', '350m', '1.3b', '2.7b', '6.7b', '13b']},
-    'mistralai/Mistral-7B-v0.1': _row('Mistral', '7B', 97.49, 75.21, 0.00),
-    'mistralai/Mistral-7B-Instruct-v0.1': _row('Mistral', '7B'),
-}
 
 # %% ../nbs/11_hf.ipynb #b90cbde9
 _MANY = ['model', 'family', 'params', 'probe', 'T', 'N', 'sink1', 'paper', 'route', 'seconds', 'status']
@@ -635,16 +473,16 @@ def measure_many(
     rows, tokenizer, load = [], kwargs.pop('tokenizer', None), {k: kwargs.pop(k, None) for k in ('dtype', 'device')}
     todo = list(OPEN_MODELS) if ids is None else list(ids)
     for mid in tqdm(todo, desc='models', disable=not kwargs.get('progress', True)):
-        ref = OPEN_MODELS.get(str(mid), _row(None, None))
-        base = dict(model=str(mid), family=ref['family'], params=ref['params'])
+        ref = OPEN_MODELS.get(str(mid), {})                 # a model not in the registry: no family, no paper value
+        base = dict(model=str(mid), family=ref.get('family'), params=ref.get('params'))
         try: model, tok, _ = load_model(mid, tokenizer, **load)
         except Exception as e:
             why = f'skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}'
-            rows += [base | dict(probe=p, paper=ref[p], status=why) for p in probes]
+            rows += [base | dict(probe=p, paper=ref.get(p), status=why) for p in probes]
             continue
         for p in probes:
             r = measure(model, tok, probe=p, eps=eps, **kwargs)
-            rows.append(base | dict(probe=p, T=r.T, N=r.N, sink1=r.rate(1, eps), paper=ref[p],
+            rows.append(base | dict(probe=p, T=r.T, N=r.N, sink1=r.rate(1, eps), paper=ref.get(p),
                                     route=r.metadata['route'], seconds=r.metadata['seconds'], status='ok'))
         del model
     return pd.DataFrame(rows, columns=_MANY)

@@ -248,8 +248,8 @@ def long_ids(tokenizer, T:int) -> Tensor:
 
 # %% ../nbs/13_stream.ipynb #14b457ed
 def load_causal_lm(model_or_id, dtype=None, device='cpu'):
-    "A transformers causal LM (with its head) and tokenizer through `hf.load_model` (loaded: fp32 on CPU, eval mode)."
-    from sink_nb.hf import load_model
+    "A transformers causal LM (with its head) and tokenizer via `hf_load.load_model` (loaded: fp32 on CPU, eval mode)."
+    from sink_nb.hf_load import load_model
     if isinstance(model_or_id, torch.nn.Module): dtype = device = None           # a loaded model stays as it is
     else: dtype = dtype or torch.float32
     model, tokenizer, _ = load_model(model_or_id, dtype=dtype, device=device, head='causal_lm')

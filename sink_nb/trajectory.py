@@ -18,7 +18,8 @@ from .charts import svg_chart
 from .checkpoints import checkpoint_state
 from .checks import check_eps, check_int, eval_mode
 from .corpora import local_path
-from .hf import ModelSource, load_model, measure_ids, model_probe
+from .hf import measure_ids
+from .hf_load import ModelSource, load_model, model_probe
 from .head_stats import induction_probe, select_head_stats
 from .metrics import SinkResult, first_token_norm_ratio, meter_batches
 from .model import SinkLM, n_positions
@@ -48,7 +49,7 @@ def trajectory(
     seed:int=0,                   # seed of the induction probe
     batch_size:int=16,
     head_stats=(),                # names in head_stats.HEAD_STATISTICS: each row's `heads`, (L, H, ...) per name
-    dtype=None, device=None,      # of transformers models, as `hf.load_model`
+    dtype=None, device=None,      # of transformers models, as `hf_load.load_model`
     progress:bool=True,
 ) -> Trajectory:
     "Sink, circuit, massive-activation and entropy statistics of every checkpoint of a series, on fixed probes."

