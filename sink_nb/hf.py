@@ -24,7 +24,8 @@ from .checks import check_bool, check_choice, check_eps, check_int, check_token_
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
-from .metrics import SinkMeter, SinkResult
+from .head_stats import select_head_stats
+from .metrics import SinkMeter, SinkResult, attention_with_lse, meter_batches
 from .model import SinkLM, name_filter
 
 # %% auto #0
@@ -104,16 +105,27 @@ def _read_options(self:_Tap, module, mask:Tensor|None, T:int, kwargs:dict) -> di
     return dict(causal=causal, window=window, scale=kwargs.get('scaling'))
 
 @patch
-def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict) -> int:
-    "Emit `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` of one attention call; its layer l."
+def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict) -> tuple[int, Tensor|None]:
+    "Emit the hook values of one attention call (`hook_lse` first, then q, k, v); its layer, and the output if it ran."
     if q.shape[2] != k.shape[2]:
         raise Unsupported("queries and keys of different lengths (a KV cache or cross-attention)")
     if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]: raise Unsupported(f"attention with {bad}")
     l = self.layer(module)
     self.alpha_options[l] = self._read_options(module, mask, q.shape[2], kwargs)
+    ran = self._attend_with_lse(l, module, q, k, v, mask, kwargs)
     for what, x in (('q', q), ('k', k), ('v', v)):
         if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.alpha_options[l])
-    return l
+    return l, ran
+
+@patch
+def _attend_with_lse(self:_Tap, l:int, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict):
+    "Run a plain softmax call through the CPU flash kernel and emit each row's log-sum-exp, when wanted: the output."
+    o, edited = self.alpha_options[l], self.edit is not None and l in self.edit.by_layer
+    if (not self.wants(name := f'blocks.{l}.attn.hook_lse') or edited or mask is not None or o['window']
+            or module.training or kwargs.get('dropout')): return None
+    ran = attention_with_lse(q, k, v, o['scale'], o['causal'])        # None unless float32 on CPU, equal head sizes
+    if ran is not None: self.emit(name, ran[1], **o)                   # before q and k: α comes from it
+    return None if ran is None else ran[0]
 
 # %% ../nbs/11_hf.ipynb #5947ef3c
 @dataclass
@@ -137,11 +149,12 @@ def _edited_attention(q:Tensor, k:Tensor, v:Tensor, heads:list[int], edit:Callab
 def _sink_sdpa(module, query, key, value, attention_mask, **kwargs):
     "sdpa, with q, k and v handed to the active pass's tap first, and the heads its edit plan names edited."
     tap = _ACTIVE[-1] if _ACTIVE else None
-    layer = tap(module, query, key, value, attention_mask, kwargs) if tap is not None else None
+    layer, ran = tap(module, query, key, value, attention_mask, kwargs) if tap is not None else (None, None)
     heads = tap.edit.by_layer.get(layer) if tap is not None and tap.edit is not None else None
     if heads and tap.edit.scores is not None:
         return _edited_attention(query, key, value, heads, tap.edit.scores, **tap.alpha_options[layer])
-    out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)          # (B, T, H, d_v)
+    if ran is not None: out, w = ran.transpose(1, 2).contiguous(), None               # the tap ran it: (B, T, H, d_v)
+    else: out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)   # (B, T, H, d_v)
     if heads: out = out.clone(); out[:, :, heads] = 0.
     return out, w
 
@@ -384,25 +397,23 @@ def measure_ids(
     activations:bool=False,       # also the activation statistics (as `measure`)
     route:str='auto',             # as `run_with_hooks`
     progress:bool=False,          # tqdm bar over batches
-    **meter_options,              # more `SinkMeter` options: compute_alpha, diagonals, zeros, entropy
+    **meter_options,              # more `SinkMeter` options: compute_alpha, head_stats, diagonals, residual_entropy
 ) -> tuple[Tensor|None, dict, str, str]:    # α (N, L, H, T) (None without compute_alpha), statistics, route, why
-    "α (N, L, H, T) and statistics of the probe `ids`, batch by batch through a SinkMeter; the route taken and why."
+    "α (N, L, H, T) and statistics of the probe `ids` by the one measuring loop (`meter_batches`); the route and why."
     batch_size, route = check_int(batch_size, 'batch_size', 1), check_route(route)
     ids = check_token_ids(ids, model.get_input_embeddings().num_embeddings)     # all of them, before any pass
-    new_meter = lambda: SinkMeter(activations=activations, **meter_options)
-    alphas, stats, used, wants = [], {}, None, new_meter().wants
+    taken = {}                                                 # the route and why; a fallback is said once, then kept
+    def forward(batch:Tensor, new_meter) -> SinkMeter:
+        p = run_with_hooks(model, batch, new_meter, new_meter().wants, taken.get('route', route), base=True)
+        if p.route != taken.get('taken'): taken.update(taken=p.route, reason=p.reason)
+        if p.route == 'eager': taken['route'] = 'eager'
+        return p.hook
     with eval_mode(model):                                  # no dropout in a measurement; the model's modes come back
-        for i0 in tqdm(range(0, len(ids), batch_size), desc='measure', unit='batch', disable=not progress, leave=False):
-            p = run_with_hooks(model, ids[i0:i0 + batch_size], new_meter, wants, route, base=True)
-            if used is None or p.route != used[0]: used = p.route, p.reason
-            if p.route == 'eager': route = 'eager'              # a fallback is said once, then kept
-            a, s = p.hook.result()
-            alphas.append(a)
-            for name, v in s.items(): stats.setdefault(name, []).append(v)
-    if activations and used[0] == 'eager':
+        alpha, stats = meter_batches(forward, ids, batch_size, progress, activations=activations, **meter_options)
+    if activations and taken['taken'] == 'eager':
         warnings.warn("eager attention hands over no q, k, v: k_norm, v_norm, qk1_cos and qk1_norm are unavailable",
                       stacklevel=3)
-    return (torch.cat(alphas) if alphas[0] is not None else None), {n: torch.cat(v) for n, v in stats.items()}, *used
+    return alpha, stats, taken['taken'], taken['reason']
 
 # %% ../nbs/11_hf.ipynb #2195c984
 _HIDDEN = 'residual stream before the final norm: input of block 0, output of each block'
@@ -437,6 +448,7 @@ def measure(
     text_column:str='text',       # the text column of a dataset
     progress:bool=True,           # tqdm bar over batches
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
+    head_stats=(),                # names in head_stats.HEAD_STATISTICS: per-head statistics in `stats`, (N, L, H, ...)
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
     check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
@@ -444,6 +456,7 @@ def measure(
     T = check_probe_length(check_int(T, 'T', 2), eps)          # Sink_1 at ε must be able to tell a sink from chance
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
+    head_stats = tuple(select_head_stats(head_stats))                   # refused before anything loads
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
     check_length(config, T, allow_longer)
@@ -451,7 +464,8 @@ def measure(
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
-    alpha, stats, route, reason = measure_ids(model, ids, batch_size, activations, route, progress)
+    alpha, stats, route, reason = measure_ids(model, ids, batch_size, activations, route, progress,
+                                              head_stats=head_stats)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
     meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=reason, batch_size=batch_size, seed=seed,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
