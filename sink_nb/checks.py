@@ -16,7 +16,7 @@ from torch import Tensor
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
            'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'interrupt_safe',
-           'raise_if_interrupted', 'eval_mode', 'renamed_args', 'renamed_attributes']
+           'raise_if_interrupted', 'eval_mode']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -272,24 +272,3 @@ def eval_mode(model:torch.nn.Module):
         yield model
     finally:
         for m, training in modes.items(): m.training = training
-
-# %% ../nbs/00_checks.ipynb #618d2951
-def renamed_args(**renamed:str):
-    "Decorator: an argument passed by a name it had before (`old='new'`) is refused with its new name."
-    def decorate(f):
-        @functools.wraps(f)
-        def checked(*args, **kwargs):
-            for old in renamed.keys() & kwargs.keys():
-                raise TypeError(f"{f.__qualname__.removesuffix('.__init__')}: `{old}=` is now `{renamed[old]}=`")
-            return f(*args, **kwargs)
-        return checked
-    return decorate
-
-def renamed_attributes(module:str, **renamed:str) -> typing.Callable:
-    "A module `__getattr__` that refuses a name the module had before (`old='new'`, or a dotted path) with the new one."
-    def __getattr__(name:str):
-        if name in renamed:
-            new = renamed[name] if '.' in renamed[name] else f'{module}.{renamed[name]}'
-            raise AttributeError(f"{module}.{name} is now {new}")
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    return __getattr__

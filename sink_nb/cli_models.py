@@ -11,9 +11,9 @@ from .charts import svg_chart
 
 # %% auto #0
 __all__ = ['PROBE_KINDS', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
-           'placement_flags', 'RenamedFlag', 'run_folder', 'texts_file', 'run_measure', 'measure_parser', 'run_heads',
-           'heads_parser', 'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg',
-           'onset_table', 'run_trajectory', 'trajectory_parser']
+           'placement_flags', 'run_folder', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser',
+           'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table',
+           'run_trajectory', 'trajectory_parser']
 
 # %% ../nbs/19_cli_models.ipynb #99578ef5
 PROBE_KINDS = ('natural', 'random', 'repeated')
@@ -86,13 +86,6 @@ def placement_flags(p):
     p.add_argument('--device', help='cpu, cuda, cuda:1 or mps (default: CUDA when there is one, else CPU)')
     p.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32 on CPU, bf16 on GPU')
 
-# %% ../nbs/19_cli_models.ipynb #ed867709
-class RenamedFlag(argparse.Action):
-    "A flag a command had before: refused with its new spelling."
-    def __init__(self, *args, new:str, **kwargs): self.new = new; super().__init__(*args, **kwargs)
-    def __call__(self, parser, namespace, values, option_string=None):
-        parser.error(f"{option_string} is now {self.new}")
-
 # %% ../nbs/19_cli_models.ipynb #4d19de60
 def run_folder(model):
     "The sink_nb run a command's MODEL argument names, or None (a hub id, a model folder, a GGUF file)."
@@ -112,7 +105,11 @@ def texts_file(path:Path, command:str='measure') -> list[str]:
     if not passages: raise SystemExit(f"sink-nb {command}: --texts {path} holds no text")
     return passages
 
-def _measure_table(res, eps:float) -> str:
+def _per_layer(x) -> list[float]:
+    "A statistic (N, L, ...) as its mean per layer."
+    return x.transpose(0, 1).flatten(1).float().nanmean(1).tolist()
+
+def _measure_table(res, eps:float, head_stats=()) -> str:
     import pandas as pd
     per_layer = res.rate(1, eps, by='layer')
     a1 = res.alpha[..., res.n_slots]
@@ -121,6 +118,7 @@ def _measure_table(res, eps:float) -> str:
     if 'massive_ratio' in res.stats:
         ratio = res.stats['massive_ratio'][:, 1:].mean(0)                        # blocks' outputs, sample mean
         table['massive_ratio'] = ratio.tolist() + [ratio.mean().item()]
+    for name in head_stats: table[name] = _per_layer(res.stats[name]) + [res.stats[name].float().nanmean().item()]
     return table.to_string(index=False, float_format=lambda v: f'{v:.2f}')
 
 # %% ../nbs/19_cli_models.ipynb #8eec9452
@@ -129,19 +127,24 @@ def run_measure(args) -> dict:
     check_outputs([p for p in (args.model, args.texts) if p], args.out)      # never into the model folder read
     _not_a_run(args.model, 'measure')
     texts = texts_file(args.texts) if args.texts else None
+    from sink_nb.head_stats import select_head_stats
+    try: select_head_stats(args.stats)                                 # before the model loads
+    except ValueError as e: raise SystemExit(f"sink-nb measure: --stats: {e}") from None
     from sink_nb.hf import measure
     try:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
                       device=args.device, batch_size=args.batch_size, activations=args.activations, pack=args.pack,
-                      route=args.route, seed=args.seed, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos])
+                      route=args.route, seed=args.seed, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos],
+                      head_stats=args.stats)
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     md = res.metadata
     print(f"sink_nb measure: {res.name} ({md['model_class']}), probe={args.probe}, N={res.N} (skipped {md['skipped']})"
           f", T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, route={md['route']}")
-    print(_measure_table(res, args.eps))
+    print(_measure_table(res, args.eps, args.stats))
     summary = dict(model=res.name, probe=args.probe, T=res.T, N=res.N, skipped=md['skipped'],
-                   sink_rate=res.rate(1, args.eps), route=md['route'], seconds=md['seconds'])
+                   sink_rate=res.rate(1, args.eps), route=md['route'], seconds=md['seconds'],
+                   head_stats={s: _per_layer(res.stats[s]) for s in args.stats})
     print(f"Sink_1 = {summary['sink_rate']:.2f}%  ({md['route']}: {md['route_reason']}; {md['seconds']:.1f} s)")
     if args.out: print(f"wrote {res.save(args.out)}")
     return summary
@@ -168,9 +171,12 @@ def measure_parser(sub):
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
     m.add_argument('--route', choices=('auto', 'qk', 'eager'), default='auto',
                    help='qk: α streamed from q and k; eager: T×T weights (auto: qk when the model allows)')
-    m.add_argument('--backend', action=RenamedFlag, new='--route', help=argparse.SUPPRESS)
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
+    m.add_argument('--stats', nargs='+', default=[], metavar='NAME', 
+                   help='per-head statistics by name (sink_nb.head_stats.HEAD_STATISTICS: attn_entropy, zero_share, '
+                        'near_share, and any entry registered before the command runs), each printed per layer as '
+                        'its mean over samples and heads and kept in --out')
     m.add_argument('--seed', type=int, default=0)
     m.add_argument('--out', type=output_file, help='write the SinkResult to this .safetensors file')
 
@@ -178,7 +184,7 @@ def measure_parser(sub):
 def _label_counts(table) -> 'pd.DataFrame':
     "Heads of each label per layer, with the layer's mean α₁."
     import pandas as pd
-    from sink_nb.metrics import HEAD_LABELS
+    from sink_nb.results import HEAD_LABELS
     counts = pd.crosstab(table['layer'], table['label']).reindex(columns=list(HEAD_LABELS), fill_value=0)
     return counts.assign(mean_alpha1=table.groupby('layer').alpha1.mean().round(3))
 
@@ -196,7 +202,7 @@ def run_heads(args) -> dict:
     from sink_nb.data import probe_batch
     from sink_nb.hf import measure
     from sink_nb.hf_load import load_model
-    from sink_nb.metrics import HEAD_LABELS
+    from sink_nb.results import HEAD_LABELS
     from sink_nb.intervene import check_model, head_groups, intervene
     try:
         model, tok, _ = load_model(args.model, dtype=args.dtype, device=args.device, head='causal_lm')

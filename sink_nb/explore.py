@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
-from .metrics import LABEL_STATS, HEAD_LABELS, SinkResult
+from .results import LABEL_STATS, HEAD_LABELS, SinkResult
 
 # %% auto #0
 __all__ = ['EMBED_OPTIONS', 'use_offline', 'to_svg', 'view_chart', 'view_spec', 'chart_values', 'inline_csv', 'note_view',

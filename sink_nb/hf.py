@@ -25,7 +25,8 @@ from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
 from .head_stats import select_head_stats
-from .metrics import SinkMeter, SinkResult, attention_with_lse, meter_batches
+from .metrics import SinkMeter, attention_with_lse, meter_batches
+from .results import SinkResult
 from .model import SinkLM, name_filter
 
 # %% auto #0

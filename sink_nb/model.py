@@ -20,7 +20,8 @@ from torch import Tensor
 from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, attend, choose_backend
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, eval_mode,
                             interrupt_safe)
-from .metrics import SinkMeter, SinkResult, meter_batches
+from .metrics import SinkMeter, meter_batches
+from .results import SinkResult
 from .positions import POSITIONS, POSITIONS_BIAS_SCORES, NoPE, PositionName
 
 # %% auto #0

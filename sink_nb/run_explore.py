@@ -12,7 +12,7 @@ import pandas as pd
 from fastcore.basics import patch
 
 from .checks import check_choice
-from .metrics import SinkResult
+from .results import SinkResult
 from .checkpoints import checkpoint_state
 from .runs import Run
 from .studies import Study

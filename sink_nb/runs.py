@@ -19,7 +19,7 @@ from .checkpoints import (folder_lock, foreign_checkpoint_entries, is_disk_full,
                                  stale_lock)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import check_float, check_int
-from .metrics import SinkResult
+from .results import SinkResult
 from .model import SinkLM, measure_model
 from .run_settings import RUNTIME_ONLY, RunConfig, flat_settings
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .checks import check_choice, check_int
-from .metrics import SinkResult
+from .results import SinkResult
 from .quant import quantised
 from .model import SinkConfig, SinkLM, measure_model, n_positions
 from .stream import check_stream_args, recomputed_nll

@@ -20,7 +20,7 @@ from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .checks import eval_mode
-from .metrics import first_key_problem
+from .results import first_key_problem
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
 from .runs import EvalSet, Run

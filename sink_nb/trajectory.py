@@ -21,7 +21,8 @@ from .corpora import local_path
 from .hf import measure_ids
 from .hf_load import ModelSource, load_model, model_probe
 from .head_stats import induction_probe, select_head_stats
-from .metrics import SinkResult, first_token_norm_ratio, meter_batches
+from .metrics import first_token_norm_ratio, meter_batches
+from .results import SinkResult
 from .model import SinkLM, n_positions
 from .runs import Run
 

@@ -13,7 +13,7 @@ GGUF = next(Path(spec.submodule_search_locations[0]).glob('*.gguf'))
 
 from sink_nb.hf import measure, run_with_cache
 from sink_nb.hf_load import load_model
-from sink_nb.metrics import SinkResult
+from sink_nb.results import SinkResult
 
 # Measured once with this file's settings (CPU, float32 after de-quantisation, deterministic): built-in texts, T=64, N=8.
 # A real regression (another BOS policy, a wrong scale or mask, a lost layer) moves these by far more than the tolerance.
@@ -42,8 +42,8 @@ def test_smollm2_has_a_first_token_sink(smollm2, tmp_path):
     print(f'SmolLM2-135M-Instruct (Q4_1 GGUF) Sink_1^0.3, natural text, T=64, N=8: {sink1:.2f}%')
     assert sink1 == pytest.approx(SINK1['natural'], abs=1.5)
     assert res.rate(k=10) < 1                             # ... and not on later tokens (measured: 0.05 %)
-    assert sorted(res.stats) == ['head_near_share', 'head_out_norm', 'head_v_norm', 'hidden_norm', 'k_norm',
-                                 'massive_ratio', 'qk1_cos', 'qk1_norm', 'v_norm']
+    assert sorted(res.stats) == ['head_out_norm', 'head_v_norm', 'hidden_norm', 'k_norm', 'massive_ratio',
+                                 'near_share', 'qk1_cos', 'qk1_norm', 'v_norm']
     ratio = res.stats['massive_ratio'][:, 1:].mean(0)     # blocks' outputs, pre-final-norm
     assert ratio.max().item() == pytest.approx(MASSIVE_RATIO_MAX, rel=0.05)   # massive activation in the middle layers
     assert ratio.argmax().item() == 11                    # at the output of block 11, where layers 10-11 have no sink

