@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util, math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Annotated, Callable, Iterator, NamedTuple
+from typing import Annotated, Callable, Iterator
 
 import torch
 from fastcore.basics import patch
@@ -389,6 +389,7 @@ class Block:
     @cached_property
     def shares(self) -> Tensor: return abs_shares(self.weights)         # |A| / Σ|A| of each row
 
+# %% ../nbs/01_attention.ipynb #a88f6d19
 def blocks(
     rows:QK,                       # queries and keys, prepared once
     chunk:int|None=None,           # query rows per block; None: as many as `scores` allows

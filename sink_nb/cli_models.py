@@ -105,6 +105,7 @@ def texts_file(path:Path, command:str='measure') -> list[str]:
     if not passages: raise SystemExit(f"sink-nb {command}: --texts {path} holds no text")
     return passages
 
+# %% ../nbs/19_cli_models.ipynb #174311a1
 def _per_layer(x) -> list[float]:
     "A statistic (N, L, ...) as its mean per layer."
     return x.transpose(0, 1).flatten(1).float().nanmean(1).tolist()

@@ -460,19 +460,16 @@ def measure(
     head_stats = tuple(select_head_stats(head_stats))                   # refused before anything loads
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    check_length(config, T, allow_longer)
-    tok = load_tokenizer(tokenizer, model_or_id)
+    check_length(config, T, allow_longer); tok = load_tokenizer(tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
-    alpha, stats, route, reason = measure_ids(model, ids, batch_size, activations, route, progress,
-                                              head_stats=head_stats)
+    alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, head_stats=head_stats)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
-    meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=reason, batch_size=batch_size, seed=seed,
+    meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
-    return SinkResult(alpha, tokens, name, metadata=meta, stats=stats,
-                      pattern=pattern_from_hf(model, ids, route=route))
+    return SinkResult(alpha, tokens, name, metadata=meta, stats=stats, pattern=pattern_from_hf(model, ids, route=route))
 
 # %% ../nbs/11_hf.ipynb #b90cbde9
 _MANY = ['model', 'family', 'params', 'probe', 'T', 'N', 'sink1', 'paper', 'route', 'seconds', 'status']

@@ -454,7 +454,8 @@ def measure_model(
     "α, Sink_k, activation and head statistics of `model` on ids `idx`, batch by batch (`metrics.meter_batches`)."
     with eval_mode(model):
         alpha, stats = meter_batches(partial(model.metered, backend=backend), idx, batch_size or len(idx),
-                                     alpha_options=model.metric_options, activations=activations, divisor=divisor, head_stats=head_stats)
+                                     alpha_options=model.metric_options, activations=activations,
+                                     divisor=divisor, head_stats=head_stats)
     cfg = model.config
     x = torch.empty(1, idx.shape[1] + cfg.sink_token, cfg.n_embd, device=idx.device)
     meta = dict(config=asdict(cfg), backend=model.backend_for(x, requested=backend), T=idx.shape[1], divisor=divisor,

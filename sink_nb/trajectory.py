@@ -62,9 +62,8 @@ def trajectory(
     eps = check_eps(eps if eps is not None else run.config.train.eps if run else 0.3)
     n, seed = check_int(n, 'n', 1, allow_none=True), check_int(seed, 'seed', 0)
     head_stats = tuple(select_head_stats(head_stats))                 # refused before any checkpoint loads
-    status = run and run.status                                      # before reading: a trainer may write on
-    architecture = None if run else check_one_architecture(points)[0]
-    rows, probes = [], None
+    status = run and run.status                          # before reading: a trainer may write on
+    architecture, rows, probes = None if run else check_one_architecture(points)[0], [], None
     for p in tqdm(points, desc='trajectory', unit='checkpoint', disable=not progress, leave=False):
         model, tokens, tokenizer = load_point(p, dtype, device)
         if probes is None:
@@ -379,7 +378,8 @@ def onsets(self:Trajectory, thresholds=None) -> list[dict]:
 def frame(self:Trajectory) -> 'pd.DataFrame':
     "One row per checkpoint: label, step, tokens and the scalar statistics (per-layer arrays left out)."
     import pandas as pd
-    return pd.DataFrame([{k: v for k, v in r.items() if k not in ('layers', 'heads', 'source', 'revision')} for r in self.rows])
+    skip = ('layers', 'heads', 'source', 'revision')
+    return pd.DataFrame([{k: v for k, v in r.items() if k not in skip} for r in self.rows])
 
 @patch
 def x_axis(self:Trajectory) -> tuple[str, list]:
