@@ -19,7 +19,7 @@ CONTROLS = ('layer', 'head', 'eps', 'k', 'sample')
 
 def random_result(N, L, H, T, seed=0):
     "A SinkResult with sink-like α: a first-token spike in some heads, a 1/(T-j)-flat rest, and token strings."
-    from sink_nb.metrics import SinkResult
+    from sink_nb.results import SinkResult
     g = torch.Generator().manual_seed(seed)
     alpha = torch.rand(N, L, H, T, generator=g) * 0.05
     alpha[..., 0] = torch.rand(N, L, H, generator=g)

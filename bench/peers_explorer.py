@@ -115,7 +115,7 @@ def sink_nb_result(model, ids, tokens):
     from sink_nb.model import SinkLM, measure_model
     if isinstance(model, SinkLM): return measure_model(model, ids, tokens=[list(tokens)])
     from sink_nb.hf import measure_ids
-    from sink_nb.metrics import SinkResult
+    from sink_nb.results import SinkResult
     alpha, stats, route, _ = measure_ids(model, ids, activations=True)
     return SinkResult(alpha, [list(tokens)], 'SmolLM2-135M-Instruct', metadata=dict(eps=0.3, route=route), stats=stats)
 
