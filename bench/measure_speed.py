@@ -13,7 +13,9 @@ three ways, in this order, each timed once after a warm-up at T = 16 (`--repeat`
 - **walk**: `hf.measure_ids(model, ids, head_stats=('zero_share',))`, where a head statistic makes the meter walk the
   blocks of query rows (`attention.blocks`) and compute α there — the path every measurement took before.
 
-The ratio measure ÷ forward is the goal (≤ 1.5); max |Δα| compares measure's α with the walk's.
+The ratio measure ÷ forward is the goal (≤ 1.5). Both α are float32 computations: each is compared with α computed
+in float64 (the block walk on q and k cast to float64) on three layers — the first, the middle and the last — and with
+each other on every layer.
 The table and the command that made it are written to --out.
 """
 import argparse, json, os, shlex, sys, time
@@ -34,18 +36,36 @@ def timed(f, repeat):
     return best, out
 
 
+def float64_alpha(model, ids, layers):
+    "α of `layers` (L', H, T) for one sample by the block walk on q and k cast to float64."
+    from sink_nb import hf
+    from sink_nb.attention import QK
+    from sink_nb.metrics import importance_from_qk
+    options = {}
+    _, cache = hf.run_with_cache(model, ids, lambda n: any(n in (f'blocks.{l}.attn.hook_q', f'blocks.{l}.attn.hook_k')
+                                                          for l in layers), route='qk', alpha_options=options)
+    return torch.stack([importance_from_qk(cache[f'blocks.{l}.attn.hook_q'].double(),
+                                           cache[f'blocks.{l}.attn.hook_k'].double(), **options[l])[0] for l in layers])
+
+
 def row(model, tok, T, repeat):
-    "Forward, measure and walk at one T: seconds, ratios and max |Δα|."
+    "Forward, measure and walk at one T: seconds, ratios, and each α against float64 and against the other."
     from sink_nb import hf
     from sink_nb.hf_load import model_probe
     ids, info = model_probe('natural', T, 1, tok, model.config, pack=True)
     if len(ids) < 1: raise SystemExit(f"T={T}: the built-in passages give no sample this long")
-    with torch.inference_mode():
-        forward_s, _ = timed(lambda: model(input_ids=ids, use_cache=False), repeat)
-    measure_s, (alpha, _, route, _) = timed(lambda: hf.measure_ids(model, ids), repeat)
-    walk_s, (walked, _, _, _) = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)), repeat)
+    forward_s = measure_s = float('inf')
+    for _ in range(repeat):                                      # alternated, so both see the same machine
+        with torch.inference_mode():
+            forward_s = min(forward_s, timed(lambda: model(input_ids=ids, use_cache=False), 1)[0])
+        t, (alpha, _, route, _) = timed(lambda: hf.measure_ids(model, ids), 1); measure_s = min(measure_s, t)
+    walk_s, (walked, _, _, _) = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)), 1)
+    L = alpha.shape[1]; layers = sorted({0, L // 2, L - 1})
+    exact = float64_alpha(model, ids, layers)
+    off = lambda a: (a[0, layers].double() - exact).abs().max().item()
     return dict(T=T, forward_s=forward_s, measure_s=measure_s, walk_s=walk_s, ratio=measure_s / forward_s,
-                walk_ratio=walk_s / forward_s, max_delta=(alpha - walked).abs().max().item(), route=route,
+                walk_ratio=walk_s / forward_s, max_delta=(alpha - walked).abs().max().item(), measure_vs_f64=off(alpha),
+                walk_vs_f64=off(walked), f64_layers=layers, route=route,
                 sink1=100 * (alpha[..., 0] > 0.3).double().mean().item())
 
 
@@ -70,7 +90,7 @@ def main(argv=None):
     say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, fp32, CPU ({os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads), torch {torch.__version__}, transformers {transformers.__version__}")
     header = (f"{'T':>5}  {'forward s':>9}  {'measure s':>9}  {'measure/fwd':>11}  {'walk s':>8}  {'walk/fwd':>8}  "
-              f"{'max |Δα|':>9}  {'Sink_1':>6}  route")
+              f"{'|Δα| m-f64':>10}  {'|Δα| w-f64':>10}  {'|Δα| m-w':>9}  {'Sink_1':>6}  route")
     say(header); say('-' * len(header))
     load0, rows = os.getloadavg()[0], []
     from sink_nb import hf
@@ -78,10 +98,13 @@ def main(argv=None):
     for T in args.T:
         r = row(model, tok, T, args.repeat); rows.append(r)
         say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {r['walk_s']:>8.2f}  "
-            f"{r['walk_ratio']:>7.2f}x  {r['max_delta']:>9.1e}  {r['sink1']:>6.2f}  {r['route']}")
+            f"{r['walk_ratio']:>7.2f}x  {r['measure_vs_f64']:>10.1e}  {r['walk_vs_f64']:>10.1e}  {r['max_delta']:>9.1e}  "
+            f"{r['sink1']:>6.2f}  {r['route']}")
     say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
-        "walk: the same with a head statistic, so α comes from the block walk; max |Δα|: measure's α against the "
-        "walk's. Sink_1 at ε = 0.3 on this one sample, as a check that both measured the same thing.")
+        "walk: the same with a head statistic, so α comes from the block walk (run once). forward and measure: the "
+        f"fastest of {args.repeat}, alternated. |Δα| m-f64 and w-f64: measure's and the walk's α against float64 on "
+        f"layers {rows[0]['f64_layers'] if rows else '?'}; m-w: the two against each other on every layer. Sink_1 at "
+        "ε = 0.3 on this one sample.")
     say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}")
     for n in args.note: say(n)
     say(f"command: {command}")

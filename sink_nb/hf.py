@@ -49,7 +49,7 @@ _SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that
 class Unsupported(Exception):
     "This attention call cannot be streamed (or edited) faithfully; measure it with eager attention."
 
-def _pattern(T:int, causal:bool, window:int|None=None, device=None) -> Tensor:
+def _seen_keys(T:int, causal:bool, window:int|None=None, device=None) -> Tensor:
     "(T, T) keys each query sees: causal, within `window`, or all of them."
     i = torch.arange(T, device=device)
     return visible(i[:, None], i[None, :], window) if causal else torch.ones(T, T, dtype=torch.bool, device=device)
@@ -64,7 +64,7 @@ def _mask_rules(mask:Tensor|None, T:int, is_causal:bool, window:int|None) -> tup
         raise Unsupported("scores biased by the mask")
     causal = not vis[..., 0, 1:].any().item()
     w = int(vis[..., -1, :].sum(-1).max()) if causal else T
-    if not (vis == _pattern(T, causal, w, mask.device)).all(): raise Unsupported("padding or a custom mask pattern")
+    if not (vis == _seen_keys(T, causal, w, mask.device)).all(): raise Unsupported("padding or a custom mask pattern")
     return causal, (w if causal and w < T else None)
 
 # %% ../nbs/17_hf.ipynb #04949fc8
@@ -142,7 +142,7 @@ def _edited_attention(q:Tensor, k:Tensor, v:Tensor, heads:list[int], edit:Callab
     G = q.shape[1] // k.shape[1]
     k, v = repeat_kv(k, G), repeat_kv(v, G)
     s = (q.float() @ k.float().transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
-    s = edit(s.masked_fill(~_pattern(s.shape[-1], causal, window, s.device), -math.inf), heads)
+    s = edit(s.masked_fill(~_seen_keys(s.shape[-1], causal, window, s.device), -math.inf), heads)
     w = NORMALIZERS['softmax'](s, ~s.isneginf())                       # sink_nb's softmax: a row seeing nothing is 0
     return (w.to(v.dtype) @ v).transpose(1, 2).contiguous(), w.to(q.dtype)
 

@@ -49,3 +49,17 @@ def test_gpu_checks_dry_run_says_what_it_skips(tmp_path):
     assert {b for _, b in errors} >= {'eager', 'sdpa', 'flex', 'chunked'} and max(errors.values()) < 1e-5, errors
     assert report['compile_graphs']['graphs'] == 1 and report['compile_graphs']['breaks'] == 0
     if not report['device'].startswith(('NVIDIA', 'Tesla')): assert 'no CUDA device' in report['skipped'][0]
+
+
+def test_measure_speed_small(tmp_path):
+    "hf.measure_ids against the plain forward on the tiny Llama: both α within 1e-6 of float64 and of each other."
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'tiny', '--T', '64', '128',
+                          '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    assert [r['T'] for r in rows] == [64, 128] and all(r['route'] == 'qk' for r in rows)
+    for r in rows:
+        assert max(r['measure_vs_f64'], r['walk_vs_f64'], r['max_delta']) <= 1e-6, r
+        assert r['forward_s'] > 0 and r['ratio'] > 0
+    assert 'measure/fwd' in (tmp_path / 'ms.txt').read_text()
