@@ -47,7 +47,7 @@ def spec_bytes(ex, views):
 
 
 def run(N, L, H, T, repeats):
-    from sink_nb.explore import SinkExplorer, _VIEWS
+    from sink_nb.explore import SinkExplorer, CONTROL_VIEWS
     res, pat = random_result(N, L, H, T), causal_pattern(T)
     t0 = time.perf_counter()
     ex = SinkExplorer(res, pattern=lambda s, l, h: pat, offline=False)
@@ -59,13 +59,13 @@ def run(N, L, H, T, repeats):
         for i in range(repeats):
             v = values_for(ex, control, i + 1)
             t = time.perf_counter(); widget.value = v; times.append(1000 * (time.perf_counter() - t))
-        rows.append(dict(control=control, views=list(_VIEWS[control]), median_ms=statistics.median(times), max_ms=max(times),
-                         spec_kib=spec_bytes(ex, _VIEWS[control]) / 1024))
+        rows.append(dict(control=control, views=list(CONTROL_VIEWS[control]), median_ms=statistics.median(times), max_ms=max(times),
+                         spec_kib=spec_bytes(ex, CONTROL_VIEWS[control]) / 1024))
     times = []
     for i in range(repeats):                                               # a grid click: layer and head together, one redraw
         t = time.perf_counter(); ex.select((ex.layer.value + 3) % L, (ex.head.value + 5) % H); times.append(1000 * (time.perf_counter() - t))
-    rows.append(dict(control='grid click', views=list(_VIEWS['layer']), median_ms=statistics.median(times), max_ms=max(times),
-                     spec_kib=spec_bytes(ex, _VIEWS['layer']) / 1024))
+    rows.append(dict(control='grid click', views=list(CONTROL_VIEWS['layer']), median_ms=statistics.median(times), max_ms=max(times),
+                     spec_kib=spec_bytes(ex, CONTROL_VIEWS['layer']) / 1024))
     return rows, build_ms
 
 

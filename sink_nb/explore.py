@@ -303,7 +303,7 @@ def pattern_chart(
     return view_chart(_pattern_view(weights, tokens, max_tokens), title)
 
 # %% ../nbs/24_explore.ipynb #2510db26
-_VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),
+CONTROL_VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),
           'eps': ('grid', 'rate', 'alpha'), 'k': ('grid', 'rate', 'alpha'),
           'sample': ('grid', 'rate', 'alpha', 'pattern'), 'colour': ('grid',)}
 _ALL = ('grid', 'rate', 'alpha', 'pattern')
@@ -348,7 +348,7 @@ class SinkExplorer(W.VBox):
                                       disabled=not _has_heads(result), style={'button_width': '60px'},
                                       tooltips=['α per head', 'sink, dormant, local, broad (activations=True)'])
         self.charts = {v: alt.JupyterChart(self.view(v), embed_options=EMBED_OPTIONS) for v in _ALL}
-        for name in _VIEWS: getattr(self, name).observe(partial(self._changed, name), 'value')
+        for name in CONTROL_VIEWS: getattr(self, name).observe(partial(self._changed, name), 'value')
         self.charts['grid'].selections.observe(self._clicked, ['cell'])
         self.info = W.HTML(self._info(), layout=W.Layout(margin='2px 0 2px 12px'))
         self.children = [W.HBox([self.layer, self.head, self.sample]), W.HBox([self.eps, self.k, self.colour]),
@@ -413,8 +413,8 @@ def refresh(self:SinkExplorer, views=_ALL):
 
 @patch
 def _changed(self:SinkExplorer, control:str, change=None):
-    if self._pending is None: self.refresh(_VIEWS[control])
-    else: self._pending.update(_VIEWS[control])
+    if self._pending is None: self.refresh(CONTROL_VIEWS[control])
+    else: self._pending.update(CONTROL_VIEWS[control])
 
 @patch
 @contextmanager

@@ -135,6 +135,7 @@ def table(self:Study, stat:str='sink1', threshold:float=10.0, digits:int=1) -> '
                      'mean over evaluations': _mean_sd([x['mean'] for x in s], digits),
                      f'onset > {threshold:g}': onset_summary([x['onset'] for x in s])['text'],
                      'final val loss': _mean_sd(self.values(v, 'final', 'val_loss'), 3)})
+    if not rows: raise ValueError(f"`stat`={stat!r}: no variant of this study has it")
     return pd.DataFrame(rows).set_index('variant')
 
 # %% ../nbs/22_studies.ipynb #5e425689
