@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CELLS = [
     "import torch\n"
     "from sink_nb.attention import attention_weights, planted_sink_qk\n"
-    "from sink_nb.metrics import importance_from_qk
-    from sink_nb.results import SinkResult\n"
+    "from sink_nb.metrics import importance_from_qk\n"
+    "from sink_nb.results import SinkResult\n"
     "from sink_nb.explore import SinkExplorer",
     "q, k, _ = planted_sink_qk(n=2, n_layer=4, n_head=8, T=24)\n"
     "alpha = torch.stack([importance_from_qk(q[l], k[l]) for l in range(4)], 1)\n"

@@ -70,8 +70,8 @@ def test_smollm2_cache_has_sinklm_names(smollm2):
     model, tok, _ = smollm2
     ids = torch.tensor([tok('The sink is on the first token of every text.')['input_ids']])
     _, cache = run_with_cache(model, ids, names_filter=lambda n: n.startswith('blocks.29.'))
-    assert sorted(cache) == ['blocks.29.attn.hook_k', 'blocks.29.attn.hook_q', 'blocks.29.attn.hook_v',
-                             'blocks.29.hook_resid_post', 'blocks.29.hook_resid_pre']
+    assert sorted(cache) == ['blocks.29.attn.hook_k', 'blocks.29.attn.hook_lse', 'blocks.29.attn.hook_q',   # lse: the
+                             'blocks.29.attn.hook_v', 'blocks.29.hook_resid_post', 'blocks.29.hook_resid_pre']  # flash pass
     T = ids.shape[1]
     assert cache['blocks.29.attn.hook_q'].shape == (1, 9, T, 64) and cache['blocks.29.attn.hook_k'].shape == (1, 3, T, 64)
 
