@@ -79,6 +79,8 @@ def select_head_stats(
     diagonals:dict|None=None,      # {name: (offset, first query)}: one diagonal statistic each (`induction_probe`)
 ) -> dict[str, HeadStat]:
     "The statistics to total: the named registry entries and one per diagonal."
+    if not (names is None or isinstance(names, (str, list, tuple, set, frozenset, dict))):
+        raise ValueError(f"`head_stats` must be a name or a list of names, got {type(names).__name__}")
     names = (names,) if isinstance(names, str) else tuple(names or ())
     if unknown := [n for n in names if n not in HEAD_STATISTICS]:
         raise ValueError(f"`head_stats` must be names from {sorted(HEAD_STATISTICS)}, got {unknown}")
