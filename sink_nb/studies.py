@@ -4,7 +4,7 @@
 
 # %% ../nbs/22_studies.ipynb #eabc7bef
 from __future__ import annotations
-import json, math, re, time
+import json, math, os, re, signal, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,13 +15,13 @@ from fastcore.basics import patch
 from .checks import check_int
 from .model import measure_model
 from .runs import Run
-from .train import train
+from .train import NonFiniteTraining, train
 from .run_configs import load_run_config
 from .stats import MITIGATIONS, check_rerun, curve_summary, mitigation_config, onset_summary
 
 # %% auto #0
-__all__ = ['CPU_STUDIES', 'RERUN_CHECKS', 'variant_folder', 'train_variant', 'train_variants', 'Study', 'study_record',
-           'run_study', 'check_study_rerun', 'train_mitigations']
+__all__ = ['CPU_STUDIES', 'RERUN_CHECKS', 'variant_folder', 'train_variant', 'training_pool', 'train_variants', 'Study',
+           'is_study_file', 'study_record', 'run_study', 'check_study_rerun', 'train_mitigations']
 
 # %% ../nbs/22_studies.ipynb #63cf15b7
 CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' names another config}
@@ -46,9 +46,9 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
 }
 
 def variant_folder(label:str) -> str:
-    "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'."
-    return re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-') or 'variant'
-
+    "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'; never '.', '..' or hidden."
+    if not isinstance(label, str): raise TypeError(f"a variant label must be a string, got {label!r}")
+    return re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-.') or 'variant'     # no leading dot: no '..', no '.x'
 
 # %% ../nbs/22_studies.ipynb #f564b589
 def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int, progress:bool=False) -> str:
@@ -61,24 +61,56 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
                      corpus_args=dict(n=steps * base.batch_size + base.val_blocks))
     return str(train(*load_run_config(config, settings)[:2]))
 
-def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int=2) -> dict[tuple, Path]:
-    "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, `jobs` at once; (label, seed) -> run."
-    import multiprocessing as mp, os
-    seeds = list(seeds)
-    if twice := sorted({str(s) for s in seeds if seeds.count(s) > 1}):
-        raise ValueError(f"`seeds` lists {', '.join(twice)} more than once: each would be trained and counted twice")
+def _worker_signals():
+    "A pool worker leaves a Ctrl-C to its parent, whose terminate() (SIGTERM) then ends the run like a Ctrl-C would."
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))    # SystemExit: `finally` frees the lock, no traceback
+
+def training_pool(jobs:int):
+    "A pool of `jobs` spawned processes for training; interrupting the caller ends their runs cleanly (no lock left)."
+    import multiprocessing as mp
+    return mp.get_context('spawn').Pool(check_int(jobs, 'jobs', 1), initializer=_worker_signals)
+
+# %% ../nbs/22_studies.ipynb #a7f3c002
+def _variant_folders(variants) -> dict[str, str]:
+    "label -> folder of each variant; refused: not a dict of label -> overrides, empty, two labels sharing a folder."
+    if not isinstance(variants, dict) or not all(isinstance(o, dict) for o in variants.values()):
+        raise TypeError(f"`variants` must be a dict of label -> overrides (a dict), got {variants!r:.100}")
+    if not variants: raise ValueError("`variants` is empty: nothing to train")
     folders = {label: variant_folder(label) for label in variants}
     if len(set(folders.values())) < len(folders): raise ValueError(f"two variants share a folder name: {folders}")
+    return folders
+
+def _check_seeds(seeds) -> list[int]:
+    "The seeds as a list of integers >= 0, none twice, at least one."
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, '__iter__'):
+        raise TypeError(f"`seeds` must be a list of integers >= 0, got {seeds!r}")
+    seeds = [check_int(s, 'seeds', 0) for s in seeds]          # an int each: a seed names a folder, seed{s}
+    if twice := sorted({str(s) for s in seeds if seeds.count(s) > 1}):
+        raise ValueError(f"`seeds` lists {', '.join(twice)} more than once: each would be trained and counted twice")
+    if not seeds: raise ValueError("`seeds` is empty: nothing to train")
+    return seeds
+
+def _train_task(args:tuple, keep_going:bool) -> str:
+    "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
+    try: return train_variant(*args)
+    except NonFiniteTraining:
+        if not keep_going: raise
+        return args[3]
+
+def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int=2,
+                   keep_going:bool=False) -> dict[tuple, Path]:
+    "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, `jobs` at once; (label, seed) -> run."
+    seeds, folders = _check_seeds(seeds), _variant_folders(variants)
     check_int(steps, 'steps', 1, allow_none=True); check_int(jobs, 'jobs', 1)
     tasks = [(label, s) for label in variants for s in seeds]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     threads = torch.get_num_threads() if jobs == 1 else max(1, cores // jobs)    # in-process: the caller's setting
-    args = [(variants[l], s, steps, str(Path(out) / folders[l] / f'seed{s}'), threads) for l, s in tasks]
-    if jobs == 1: done = [train_variant(*a) for a in args]
+    args = [((variants[l], s, steps, str(Path(out) / folders[l] / f'seed{s}'), threads), keep_going) for l, s in tasks]
+    if jobs == 1: done = [_train_task(*a) for a in args]
     else:
-        with mp.get_context('spawn').Pool(jobs) as pool: done = pool.starmap(train_variant, args)
+        with training_pool(jobs) as pool: done = pool.starmap(_train_task, args)
     return {task: Path(p) for task, p in zip(tasks, done)}
-
 
 # %% ../nbs/22_studies.ipynb #d62ddb41
 def _value(record:dict, stat:str):
@@ -88,14 +120,32 @@ def _value(record:dict, stat:str):
     if stat.startswith('sink') and stat[4:].isdigit(): return record['sink'].get(stat[4:])
     raise ValueError(f"`stat` must be 'val_loss', 'sink_star' or 'sink1', 'sink2', ..., got {stat!r}")
 
+def _check_study(name, variants, runs):
+    "Refuse a study that is not a name, variants (label -> overrides) and runs of them, each (variant, seed) once."
+    if not isinstance(name, str): raise TypeError(f"a study's `name` must be a string, got {name!r}")
+    ok = isinstance(variants, dict) and all(isinstance(l, str) and isinstance(o, dict) for l, o in variants.items())
+    if not ok:
+        raise TypeError(f"`variants` must be a dict of label -> overrides (a dict), got {variants!r:.100}")
+    if not isinstance(runs, list): raise TypeError(f"`runs` must be a list of dicts, got {type(runs).__name__}")
+    seen = set()
+    for r in runs:
+        if not (isinstance(r, dict) and {'variant', 'seed', 'curve'} <= set(r) and isinstance(r['curve'], list)):
+            raise ValueError(f"each run must be a dict with variant, seed and curve (a list), got {r!r:.100}")
+        if r['variant'] not in variants: raise ValueError(f"a run of variant {r['variant']!r}, which `variants` lacks")
+        if (key := (r['variant'], check_int(r['seed'], 'seed', 0))) in seen:
+            raise ValueError(f"study {name!r} holds variant {key[0]!r} seed {key[1]} twice: a seed counts once")
+        seen.add(key)
+
 @dataclass
 class Study:
     "Variants × seeds of a CPU study: every run's logged evaluations, the command that made them; saved as JSON."
     name:str                      # a CPU_STUDIES key, or a name of the caller's
     variants:dict                 # label -> overrides
-    runs:list                     # one dict per run: variant, seed, model, steps, divisor, curve (the evaluations)
+    runs:list                     # a dict per run: variant, seed, model, steps, divisor, curve; failed: why it stopped
     command:str = ''              # the command that made it
     meta:dict = field(default_factory=dict)
+
+    def __post_init__(self): _check_study(self.name, self.variants, self.runs)
 
     def curve(self, variant:str, seed:int, stat:str='sink1') -> list[tuple[int, float]]:
         "[(step, value)] of one run's evaluations."
@@ -104,76 +154,118 @@ class Study:
         return [(e['step'], v) for e in run['curve'] if (v := _value(e, stat)) is not None]
 
     def seeds(self, variant:str) -> list[int]:
+        "The seeds of `variant` whose runs finished (`failures` lists the others)."
         if variant not in self.variants: raise KeyError(f"no variant {variant!r}; the study has {list(self.variants)}")
-        return sorted(r['seed'] for r in self.runs if r['variant'] == variant)
+        return sorted(r['seed'] for r in self.runs if r['variant'] == variant and not r.get('failed'))
+
+    def failures(self, variant:str|None=None) -> list[tuple[str, int, str]]:
+        "(variant, seed, why) of each run that did not finish — of `variant`, or of every variant."
+        return [(r['variant'], r['seed'], r['failed']) for r in self.runs
+                if r.get('failed') and variant in (None, r['variant'])]
 
     def values(self, variant:str, what:str='final', stat:str='sink1', threshold:float=10.0) -> list:
         "One number per seed of `variant`: `what` of `curve_summary` ('final', 'peak', 'mean', 'peak_step', 'onset')."
         return [curve_summary(self.curve(variant, s, stat), threshold)[what] for s in self.seeds(variant)]
-
 
 # %% ../nbs/22_studies.ipynb #2886aa32
 def _mean_sd(values, digits:int=1) -> str:
     v = np.asarray(values, dtype=float)
     return f"{v.mean():.{digits}f}" + (f" ± {v.std(ddof=1):.{digits}f}" if len(v) > 1 else " (n=1)")
 
+def _summary_row(study:Study, v:str, stat:str, threshold:float, digits:int) -> dict:
+    "The table's numbers for variant `v` over its finished seeds; {} when it has none or no `stat`."
+    if not study.seeds(v) or not study.curve(v, study.seeds(v)[0], stat): return {}
+    s = [curve_summary(study.curve(v, seed, stat), threshold) for seed in study.seeds(v)]
+    peak_steps, steps = sorted(x['peak_step'] for x in s), sorted({x['final_step'] for x in s})
+    return {'final step': '/'.join(map(str, steps)), 'final': _mean_sd([x['final'] for x in s], digits),
+            'peak': _mean_sd([x['peak'] for x in s], digits),
+            'peak at step': f"{peak_steps[0]}–{peak_steps[-1]}" if peak_steps[0] != peak_steps[-1] else
+                            str(peak_steps[0]),
+            'mean over evaluations': _mean_sd([x['mean'] for x in s], digits),
+            f'onset > {threshold:g}': onset_summary([x['onset'] for x in s])['text'],
+            'final val loss': _mean_sd(study.values(v, 'final', 'val_loss'), 3)}
+
 @patch
 def table(self:Study, stat:str='sink1', threshold:float=10.0, digits:int=1) -> 'pd.DataFrame':
-    "Per variant over its seeds: final, peak (steps), mean over evaluations, onset past `threshold` (k of n), loss."
+    "Per variant over its finished seeds: final, peak (steps), mean, onset past `threshold` (k of n), loss; failures."
     import pandas as pd
-    rows = []
+    _value(dict(val_loss=0.0, sink={}), stat)                             # an unknown `stat` is refused, runs or not
+    if not self.runs: raise ValueError(f"study {self.name!r} has no runs")
+    failed, rows = self.failures(), []
     for v in self.variants:
-        if not self.seeds(v) or not self.curve(v, self.seeds(v)[0], stat): continue     # no runs, or no such statistic
-        s = [curve_summary(self.curve(v, seed, stat), threshold) for seed in self.seeds(v)]
-        peak_steps = sorted(x['peak_step'] for x in s)
-        steps = sorted({x['final_step'] for x in s})
-        rows.append({'variant': v, 'n': len(s), 'final step': '/'.join(map(str, steps)),
-                     'final': _mean_sd([x['final'] for x in s], digits),
-                     'peak': _mean_sd([x['peak'] for x in s], digits),
-                     'peak at step': f"{peak_steps[0]}–{peak_steps[-1]}" if peak_steps[0] != peak_steps[-1] else
-                                     str(peak_steps[0]),
-                     'mean over evaluations': _mean_sd([x['mean'] for x in s], digits),
-                     f'onset > {threshold:g}': onset_summary([x['onset'] for x in s])['text'],
-                     'final val loss': _mean_sd(self.values(v, 'final', 'val_loss'), 3)})
-    if not rows: raise ValueError(f"`stat`={stat!r}: no variant of this study has it")
-    return pd.DataFrame(rows).set_index('variant')
+        row, lost = _summary_row(self, v, stat, threshold, digits), [f'seed {s}' for _, s, _ in self.failures(v)]
+        if row or lost: rows.append({'variant': v, 'n': len(self.seeds(v))} | row |
+                                    ({'did not finish': ', '.join(lost) or '-'} if failed else {}))
+    if not any('final' in r for r in rows) and any(self.seeds(v) for v in self.variants):
+        raise ValueError(f"`stat`={stat!r}: no variant of this study has it")
+    return pd.DataFrame(rows).set_index('variant').fillna('-')
 
 # %% ../nbs/22_studies.ipynb #5e425689
 @patch
 def frame(self:Study) -> 'pd.DataFrame':
-    "Every logged evaluation of every run, one row each: variant, seed, step, val_loss, sink1..., sink_star (slots)."
+    "Every logged evaluation of every finished run, one row each: variant, seed, step, val_loss, sink1..., sink_star."
     import pandas as pd
     return pd.DataFrame([dict(variant=r['variant'], seed=r['seed'], step=e['step'], val_loss=e['val_loss'],
                               **{f'sink{k}': v for k, v in e['sink'].items()},
                               **({} if e.get('sink_star') is None else dict(sink_star=e['sink_star'])))
-                         for r in self.runs for e in r['curve']])
+                         for r in self.runs if not r.get('failed') for e in r['curve']])
 
 # %% ../nbs/22_studies.ipynb #db97ffbe
+def is_study_file(path) -> bool:
+    "Is `path` a plain file (not a link) holding a study that `Study.save` wrote?"
+    path = Path(path)
+    if path.is_symlink() or not path.is_file(): return False
+    try: raw = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError): return False         # unreadable, not UTF-8, not JSON
+    return isinstance(raw, dict) and raw.get('kind') == 'sink_nb study'
+
+def _write_new(path:Path, text:str):
+    "Write `text` to a temporary file beside `path`, then rename it over `path`: a failure leaves the old file whole."
+    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)      # never through a file already there
+        try:
+            with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
+            os.replace(tmp, path)
+        except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
+    except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
+
 @patch
 def save(self:Study, path) -> Path:
-    "Write the study as JSON (a new file, or one this function wrote)."
+    "Write the study as strict JSON to a new file, or over one `Study.save` wrote (never a link); atomically."
     path = Path(path)
-    path.write_text(json.dumps(dict(kind='sink_nb study', name=self.name, command=self.command, meta=self.meta,
-                                    variants=self.variants, runs=self.runs), indent=1))
+    if path.is_symlink() or (path.exists() and not is_study_file(path)):
+        what = 'a link' if path.is_symlink() else 'a folder' if path.is_dir() else 'not a study saved by sink_nb'
+        raise FileExistsError(f"{path} is {what}: "
+                              "Study.save replaces only a study it wrote; give a new file name")
+    try: text = json.dumps(dict(kind='sink_nb study', name=self.name, command=self.command, meta=self.meta,
+                                variants=self.variants, runs=self.runs), indent=1, allow_nan=False)
+    except ValueError as e: raise ValueError(f"study {self.name!r} holds a number that is not finite ({e})") from None
+    _write_new(path, text)
     return path
 
 @patch(cls_method=True)
 def load(cls:Study, path) -> Study:
     "A study saved by `Study.save`; an error naming the file when it is something else."
-    raw = json.loads(Path(path).read_text())
+    try: raw = json.loads(Path(path).read_text())
+    except (ValueError, RecursionError) as e:                          # not JSON, not UTF-8, nested too deep
+        raise ValueError(f"{path} is not a study saved by sink_nb ({e})") from None
     if not isinstance(raw, dict) or raw.get('kind') != 'sink_nb study':
         raise ValueError(f"{path} is not a study saved by sink_nb (no kind 'sink_nb study')")
-    return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
-
+    if missing := [k for k in ('name', 'variants', 'runs') if k not in raw]:
+        raise ValueError(f"{path} is a study without {', '.join(missing)}")
+    try: return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
+    except (TypeError, ValueError) as e: raise ValueError(f"{path}: {e}") from None
 
 # %% ../nbs/22_studies.ipynb #ffc78a47
 def study_record(label:str, seed:int, run_dir) -> dict:
-    "A run of a study: its evaluations; with divisor='visible', the reference's final Sink_k too (None: cannot vary)."
+    "A run of a study: its evaluations; with divisor='visible', the reference's final Sink_k; `failed`: why it stopped."
     run = Run(run_dir); cfg = run.config
     curve = [dict(step=e.step, val_loss=round(e.val_loss, 5), sink={str(k): v for k, v in e.sink.items()},
                   **({} if e.sink_star is None else dict(sink_star=e.sink_star))) for e in run.metrics()]
     rec = dict(variant=label, seed=seed, model=cfg.model.name, steps=cfg.train.steps, divisor=cfg.train.divisor,
                curve=curve)
+    if not (status := run.status).startswith('complete'): return rec | dict(failed=status)   # e.g. it diverged
     if cfg.train.divisor != 'reference':
         model, step = run.model()
         rates = measure_model(model, run.eval_set().probe, activations=False).rate(k=None, eps=cfg.train.eps)
@@ -192,25 +284,46 @@ def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:in
         if unknown := [o for o in only if o not in variants]:
             raise ValueError(f"`only` names no variant of {name!r}: {unknown}; its variants: {list(variants)}")
         variants = {k: v for k, v in variants.items() if k in only}
-    t0 = time.perf_counter()
-    done = train_variants(out, variants, seeds, steps, jobs)
+    t0, seeds = time.perf_counter(), _check_seeds(seeds)
+    done = train_variants(out, variants, seeds, steps, jobs, keep_going=True)    # a diverging run: recorded, not fatal
     runs = [study_record(label, s, path) for (label, s), path in done.items()]
-    return Study(name, variants, runs, command, dict(seeds=list(seeds), seconds=round(time.perf_counter() - t0, 1),
-                                                   torch=torch.__version__))
+    failed = [f"{r['variant']} seed {r['seed']}: {r['failed']}" for r in runs if r.get('failed')]
+    return Study(name, variants, runs, command, dict(seeds=seeds, seconds=round(time.perf_counter() - t0, 1),
+                                                   torch=torch.__version__, **({'failed': failed} if failed else {})))
 
 # %% ../nbs/22_studies.ipynb #23f46e47
 RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
 
-def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS) -> list[str]:
+def _same(a, b) -> bool: return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+def _rerun_problem(fresh:Study, saved:Study, v:str, new_seeds:bool) -> str|None:
+    "Why variant `v` of `fresh` cannot be checked against `saved`: missing, other settings, steps or seeds, no runs."
+    if v not in saved.variants: return f"the saved study {saved.name!r} has no variant {v!r}: {list(saved.variants)}"
+    if not _same(fresh.variants[v], saved.variants[v]):
+        return f"variant {v!r} is {fresh.variants[v]} in the fresh study and {saved.variants[v]} in the saved one"
+    if lost := fresh.failures(v): return f"the fresh run of {v!r} seed {lost[0][1]} did not finish ({lost[0][2]})"
+    if not fresh.seeds(v): return f"the fresh study has no runs of variant {v!r}"
+    if not saved.seeds(v): return f"the saved study {saved.name!r} has no finished runs of variant {v!r}"
+    steps = [sorted({str(r.get('steps')) for r in s.runs if r['variant'] == v}) for s in (fresh, saved)]
+    if steps[0] != steps[1]:
+        return f"variant {v!r} was trained for {'/'.join(steps[0])} steps, the saved runs for {'/'.join(steps[1])}"
+    if not new_seeds and (other := sorted(set(fresh.seeds(v)) - set(saved.seeds(v)))):
+        return (f"seed {other[0]} of {v!r} is not among the saved seeds {saved.seeds(v)}; pass new_seeds=True to check "
+                "a seed the saved study does not hold against its spread")
+
+def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:bool=False) -> list[str]:
     "Each variant of `fresh` against `saved` (`check_rerun` per check); AssertionError at the first outside its spread."
+    if fresh.name != saved.name: raise ValueError(f"the fresh study is {fresh.name!r}, the saved one {saved.name!r}")
+    if not fresh.runs or not checks:
+        raise ValueError(f"nothing to check: {'no checks' if fresh.runs else 'the fresh study has no runs'}")
+    for v in fresh.variants:
+        if why := _rerun_problem(fresh, saved, v, new_seeds): raise ValueError(f"cannot check the re-run: {why}")
     lines = []
     for v in fresh.variants:
-        if not saved.seeds(v): raise ValueError(f"the saved study {saved.name!r} has no runs of variant {v!r}")
         for what, stat, slack in checks:
             for value in fresh.values(v, what, stat):
                 lines.append(check_rerun(value, saved.values(v, what, stat), f'{v}: {what} {stat}', slack))
     return lines
-
 
 # %% ../nbs/22_studies.ipynb #5bb09ca5
 def train_mitigations(out, names=tuple(MITIGATIONS), seeds=(0,), steps:int=600, jobs:int=2) -> list[Path]:
