@@ -35,8 +35,8 @@ def _run_variants(out:Path, steps:int, seed:int, jobs:int, progress:bool) -> dic
     threads = max(1, _cores() // jobs)
     if jobs == 1:
         return {v: _timed(_demo_variant, v, str(out), steps, seed, threads, progress) for v in DEMO_VARIANTS}
-    import multiprocessing as mp
-    with mp.get_context('spawn').Pool(jobs) as pool:
+    from sink_nb.studies import training_pool                      # a Ctrl-C ends the runs with their locks freed
+    with training_pool(jobs) as pool:
         args = lambda v: (_demo_variant, v, str(out), steps, seed, threads, progress)
         pending = {v: pool.apply_async(_timed, args(v)) for v in DEMO_VARIANTS}
         return {v: p.get() for v, p in pending.items()}
@@ -82,20 +82,70 @@ def _demo_title(summary:dict, seed:int) -> str:
     return '\n'.join([f'Sink_1 on the demo task, seed {seed}'] + [said(v, s) for v, s in summary.items()])
 
 
+# %% ../nbs/28_cli.ipynb #b7e1c002
+def _check_out(out:Path, command:str):
+    "Refuse an --out that is a file, a run folder or inside one: the runs and reports go in a folder of their own."
+    from sink_nb.runs import Run
+    if out.exists() and not out.is_dir(): raise SystemExit(f"sink-nb {command}: --out {out} is a file; give a folder")
+    here = out.resolve()
+    if run := next((p for p in (here, *here.parents) if Run(p).is_run), None):
+        where = 'the' if run == here else 'inside the'
+        raise SystemExit(f"sink-nb {command}: --out {out} is {where} run folder {run}; give a folder of its own")
+
+def _odd_entry(p:Path, folders, reports, per_seed:bool) -> Path|None:
+    "What in `p`, an entry of --out, is not a report or an earlier run (FOLDER/seedK, or FOLDER) of this command."
+    from sink_nb.runs import Run
+    if p.name in reports and p.is_file() and not p.is_symlink(): return None
+    if not (p.name in folders and p.is_dir() and not p.is_symlink()): return p
+    runs = sorted(p.iterdir()) if per_seed else [p]
+    ours = lambda q: ((q.name.startswith('seed') or not per_seed) and q.is_dir() and not q.is_symlink()
+                      and (Run(q).is_run or not any(q.iterdir())))
+    return next((q for q in runs if not ours(q)), None)
+
+def _check_runs_out(out:Path, folders, reports, command:str, per_seed:bool=True):
+    "Refuse an --out holding anything but this command's earlier runs and reports, before any training."
+    from sink_nb.runs import Run
+    _check_out(out, command)
+    try: entries = sorted(out.iterdir()) if out.is_dir() else []
+    except OSError as e: raise SystemExit(f"sink-nb {command}: cannot read --out {out} ({e.strerror or e})") from None
+    for p in entries:
+        own = p.name in folders and p.is_dir() and not p.is_symlink()
+        for q in (sorted(p.iterdir()) if per_seed else [p]) if own else []:
+            if q.is_dir() and not q.is_symlink() and Run(q).is_run and (foreign := Run(q).foreign()):
+                raise SystemExit(f"sink-nb {command}: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
+                                 "write; training would replace that run, so move them away first")
+        if what := _odd_entry(p, folders, reports, per_seed):
+            raise SystemExit(f"sink-nb {command}: --out {out} holds {what}, which is not a run or report of `sink-nb "
+                             f"{command}`; give an empty folder or one an earlier `sink-nb {command}` wrote")
+
+def _fresh_out(out:Path, reports, command:str):
+    "Make --out and remove the earlier reports in it: they describe the runs this command is about to replace."
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if old := [name for name in reports if (out / name).is_file()]:
+            for name in old: (out / name).unlink()
+            print(f"removed the earlier {', '.join(old)} in {out}: its runs are replaced now")
+    except OSError as e: raise SystemExit(f"sink-nb {command}: cannot write in {out} ({e.strerror or e})") from None
+
 # %% ../nbs/28_cli.ipynb #a02a5165
+_DEMO_REPORTS = ('summary.json', 'sink_rate.svg')
+
 def run_demo(args) -> dict:
     "The `demo` command: train the softmax model and its sigmoid twin, print the table, write summary, runs and chart."
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    _check_runs_out(out, set(DEMO_VARIANTS), _DEMO_REPORTS, 'demo', per_seed=False)
+    _fresh_out(out, _DEMO_REPORTS, 'demo')
     t0 = time.perf_counter()
     print(f"sink_nb demo: a softmax model and its sigmoid twin on bigram-backcopy, {args.steps} steps each, "
           f"{args.jobs} at a time, {max(1, _cores() // args.jobs)} thread(s) each; runs in {out}", flush=True)
-    summary = _demo_summary(out, _run_variants(out, args.steps, args.seed, args.jobs, not args.quiet))
+    try: summary = _demo_summary(out, _run_variants(out, args.steps, args.seed, args.jobs, not args.quiet))
+    except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb demo: {e}") from None
     print(_demo_table(summary))
-    (out / 'summary.json').write_text(json.dumps(summary, indent=1))
+    save_output(out / 'summary.json', json.dumps(summary, indent=1))
     panels = [dict(series={v: s['sink_rate_curve'] for v, s in summary.items()}, ylabel='Sink_1 (%)', ylim=(0, 100)),
               dict(series={v: s['val_loss_curve'] for v, s in summary.items()}, ylabel='validation loss')]
     title = _demo_title(summary, args.seed)
-    (out / 'sink_rate.svg').write_text(svg_chart(panels, title=title))
+    save_output(out / 'sink_rate.svg', svg_chart(panels, title=title))
     print('\n'.join(title.splitlines()[1:]))
     print(f"total {time.perf_counter() - t0:.0f} s; wrote {out / 'summary.json'}, {out / 'sink_rate.svg'} and the runs")
     return summary
@@ -262,25 +312,8 @@ def run_compare(args) -> list[dict]:
     _notes(rows)
     return rows
 
+# %% ../nbs/28_cli.ipynb #b7e1c005
 _MITIGATION_REPORTS = ('mitigations.json', 'mitigations.svg', 'mitigations.txt')
-
-def _check_runs_out(out:Path, folders, reports, command:str):
-    "Refuse an --out holding anything but this command's earlier runs (FOLDER/seedK) and reports, before any training."
-    from sink_nb.runs import Run
-    if out.exists() and not out.is_dir(): raise SystemExit(f"sink-nb {command}: --out {out} is a file")
-    for p in sorted(out.iterdir()) if out.is_dir() else []:
-        if p.name in reports and p.is_file() and not p.is_symlink(): continue
-        seeds = sorted(p.iterdir()) if p.name in folders and p.is_dir() and not p.is_symlink() else None
-        for q in seeds or []:
-            if q.is_dir() and not q.is_symlink() and Run(q).is_run and (foreign := Run(q).foreign()):
-                raise SystemExit(f"sink-nb {command}: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
-                                 "write; training would replace that run, so move them away first")
-        odd = [q for q in seeds or [] if not (q.name.startswith('seed') and q.is_dir() and not q.is_symlink()
-                                              and (Run(q).is_run or not any(q.iterdir())))]
-        if seeds is None or odd:
-            what = p if seeds is None else odd[0]
-            raise SystemExit(f"sink-nb {command}: --out {out} holds {what}, which is not a run or report of `sink-nb "
-                             f"{command}`; give an empty folder or one an earlier `sink-nb {command}` wrote")
 
 def _check_mitigations_out(out:Path):
     _check_runs_out(out, set(_mitigation_names()), _MITIGATION_REPORTS, 'mitigations')
@@ -290,7 +323,7 @@ def run_mitigations(args) -> list[dict]:
     from sink_nb.stats import compare_runs
     from sink_nb.studies import train_mitigations
     _check_mitigations_out(args.out)
-    args.out.mkdir(parents=True, exist_ok=True)
+    _fresh_out(args.out, _MITIGATION_REPORTS, 'mitigations')
     t0 = time.perf_counter()
     try:
         runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
@@ -300,14 +333,35 @@ def run_mitigations(args) -> list[dict]:
                     f'Sink mitigations on the demo task, {args.steps} steps, mean of {args.seeds} seed(s)')
     command = (f"sink-nb mitigations --steps {args.steps} --seeds {args.seeds} --jobs {args.jobs} "
                f"--only {' '.join(args.only)} --out {args.out}")
-    (args.out / 'mitigations.txt').write_text(f"$ {command}\n# {time.perf_counter() - t0:.0f} s on {_cores()} cores\n"
-                                              + table + '\n')
+    save_output(args.out / 'mitigations.txt',
+                f"$ {command}\n# {time.perf_counter() - t0:.0f} s on {_cores()} cores\n" + table + '\n')
     return rows
+
+# %% ../nbs/28_cli.ipynb #b7e1c006
 _STUDY_REPORTS = ('study.json', 'study.txt')
+
+def _study_reports(study, out:Path, json_file:Path|None, command:str):
+    "Print the study's table; write study.json (`Study.save`), study.txt (the command, the table, what failed), --json."
+    import pandas as pd
+    with pd.option_context('display.width', 200, 'display.max_columns', 20): table = study.table().to_string()
+    print(table)
+    try: study.save(out / 'study.json')
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb study: {e}") from None
+    if json_file: save_output(json_file, (out / 'study.json').read_text())
+    lost = ''.join(f"# did not finish: {v} seed {s}: {why}\n" for v, s, why in study.failures())
+    save_output(out / 'study.txt', f"$ {command}\n# {study.meta['seconds']:.0f} s on {_cores()} cores\n{table}\n{lost}")
+    print(f"wrote {out / 'study.json'} and {out / 'study.txt'}" + (f" and {json_file}" if json_file else ''))
+
+def _check_study_out(out:Path, labels):
+    "Refuse an --out that is not a study's (`_check_runs_out`) or whose study.json sink_nb did not write."
+    from sink_nb.studies import is_study_file, variant_folder
+    _check_runs_out(out, {variant_folder(v) for v in labels}, _STUDY_REPORTS, 'study')
+    if (out / 'study.json').exists() and not is_study_file(out / 'study.json'):
+        raise SystemExit(f"sink-nb study: {out / 'study.json'} is not a study saved by sink_nb; move it away first")
 
 def run_cpu_study(args) -> 'Study':
     "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
-    from sink_nb.studies import CPU_STUDIES, run_study, variant_folder
+    from sink_nb.studies import CPU_STUDIES, run_study
     if args.name not in CPU_STUDIES:
         raise SystemExit(f"sink-nb study: NAME must be one of {list(CPU_STUDIES)}, got {args.name!r}")
     if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
@@ -315,23 +369,20 @@ def run_cpu_study(args) -> 'Study':
                          f"{list(CPU_STUDIES[args.name])}")
     out = args.out or Path('runs') / f'study-{args.name}'
     check_outputs([out], args.json)                                   # not among the runs it trains
-    _check_runs_out(out, {variant_folder(v) for v in CPU_STUDIES[args.name]}, _STUDY_REPORTS, 'study')
+    _check_study_out(out, CPU_STUDIES[args.name])
     command = (f"sink-nb study {args.name} --seeds {args.seeds} --jobs {args.jobs} --out {out}"
                + (f" --steps {args.steps}" if args.steps else '')
                + (' --only ' + ' '.join(repr(o) for o in args.only) if args.only else '')
                + (f" --json {args.json}" if args.json else ''))
-    out.mkdir(parents=True, exist_ok=True)
+    _fresh_out(out, _STUDY_REPORTS, 'study')
     try: study = run_study(args.name, out, range(args.seeds), args.only, args.steps, args.jobs, command)
     except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb study: {e}") from None
-    import pandas as pd
-    with pd.option_context('display.width', 200, 'display.max_columns', 20): table = study.table().to_string()
-    print(table)
-    study.save(out / 'study.json')
-    if args.json: save_output(args.json, (out / 'study.json').read_text())
-    (out / 'study.txt').write_text(f"$ {command}\n# {study.meta['seconds']:.0f} s on {_cores()} cores\n{table}\n")
-    print(f"wrote {out / 'study.json'} and {out / 'study.txt'}" + (f" and {args.json}" if args.json else ''))
+    _study_reports(study, out, args.json, command)
+    if lost := study.failures():                     # the others are summarised and saved; the exit status says it
+        said = '; '.join(f"{v} seed {s}: {why}" for v, s, why in lost[:3]) + (' ...' if len(lost) > 3 else '')
+        raise SystemExit(f"sink-nb study: {len(lost)} of {len(study.runs)} runs did not finish ({said}); the table "
+                         f"summarises the others and {out / 'study.json'} records them")
     return study
-
 
 # %% ../nbs/28_cli.ipynb #0483260a
 def _compare_parser(sub):
@@ -396,12 +447,16 @@ _COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'meas
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."
+    command = None
     try:
         try:
-            args = _parser().parse_args(argv)
-            _COMMANDS[args.command](args)
+            args = _parser().parse_args(argv); command = args.command
+            _COMMANDS[command](args)
         finally: sys.stdout.flush()            # here, not at exit: a closed pipe is then caught below (--help too)
     except BrokenPipeError:                    # `sink-nb ... | head`: the reader has gone, so stop without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # Python's own flush at exit finds no pipe
         return 141                             # 128 + SIGPIPE: what a shell reports for `yes | head`
+    except KeyboardInterrupt:                  # Ctrl-C: one line, no traceback; a run it stopped says so in its folder
+        print(f"sink-nb{f' {command}' if command else ''}: interrupted", file=sys.stderr)
+        return 130                             # 128 + SIGINT
     return 0
