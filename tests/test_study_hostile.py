@@ -1,0 +1,135 @@
+"""A hostile user against `sink-nb demo | study | mitigations` (issue 37): an --out that is a run or inside one, a file
+where a folder goes, a Ctrl-C while a study re-runs into its old folder, a variant that diverges, a disk that fills up.
+Each case failed on 5f6afdd — a run overwritten, a stale report, a lock left behind, a traceback — and must now be refused
+with one line before any training, or end with its files saying what happened."""
+import errno, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+
+from sink_nb import cli, studies
+from sink_nb.runs import Run
+from sink_nb.studies import Study
+
+SINK_NB = Path(sys.executable).parent / 'sink-nb'
+STUDY = ('study', 'optimization', '--only', 'lr=0.003', 'lr=0.03', '--seeds', '1')
+
+
+def sink_nb(*args, timeout=300):
+    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_refusal(res, says:str):
+    "Refused with status 1 and one line naming the problem, never a traceback."
+    assert res.returncode == 1, (res.returncode, res.stdout[-1000:], res.stderr[-2000:])
+    assert 'Traceback' not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr[-2000:]
+    assert says in res.stderr, res.stderr
+
+
+def listing(folder:Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob('*'))}
+
+
+@pytest.fixture(scope='module')
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp('run') / 'r'
+    res = sink_nb('train', '--config', 'demo-softmax', 'steps=2', f'out_dir={out}', 'progress=false',
+                  'corpus_args={n: 1536}')
+    assert res.returncode == 0, res.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize('args, where', [
+    (['demo', '--jobs', '1', '--steps', '50', '--quiet'], ''),
+    (['demo', '--jobs', '1', '--steps', '50', '--quiet'], 'sub'),
+    ([*STUDY, '--steps', '50', '--jobs', '1'], 'sub'),
+    (['mitigations', '--only', 'softmax', '--seeds', '1', '--steps', '50', '--jobs', '1'], 'sub'),
+])
+def test_a_run_folder_or_a_folder_inside_one_is_refused_as_out(run_dir, args, where):
+    "Before: the demo replaced the run's summary.json and added its own folders; the others made a folder in the run."
+    before = listing(run_dir)
+    res = sink_nb(*args, '--out', run_dir / where if where else run_dir)
+    one_line_refusal(res, f"is {'inside the' if where else 'the'} run folder {run_dir}")
+    assert listing(run_dir) == before and Run(run_dir).status == 'complete at step 2'
+
+
+def test_demo_refuses_a_file_as_out_and_a_foreign_file_in_its_run_folder(tmp_path):
+    "Before: a FileExistsError traceback, after the first variant had started training."
+    (tmp_path / 'file').write_text('mine')
+    one_line_refusal(sink_nb('demo', '--out', tmp_path / 'file', '--steps', '50', '--jobs', '1'), 'is a file')
+    (tmp_path / 'demo' / 'softmax').mkdir(parents=True); (tmp_path / 'demo' / 'softmax' / 'notes.txt').write_text('mine')
+    res = sink_nb('demo', '--out', tmp_path / 'demo', '--steps', '50', '--jobs', '1')
+    one_line_refusal(res, 'which is not a run or report of `sink-nb demo`')
+    assert listing(tmp_path / 'demo') == {'softmax': None, 'softmax/notes.txt': b'mine'}
+
+
+@pytest.fixture(scope='module')
+def old_study(tmp_path_factory):
+    "A finished study of two variants, 50 steps; each test re-runs it into a copy."
+    out = tmp_path_factory.mktemp('study') / 'out'
+    res = sink_nb(*STUDY, '--steps', '50', '--jobs', '2', '--out', out)
+    assert res.returncode == 0 and (out / 'study.json').exists(), res.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize('jobs, to', [(2, 'group'), (2, 'parent'), (1, 'group')])
+def test_a_study_interrupted_while_it_re_runs_leaves_no_stale_report_and_no_lock(old_study, tmp_path, jobs, to):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it, or to the parent only) while the runs are training.
+    Before: the old study.json/study.txt stayed beside replaced runs, each run kept a .lock (jobs 2), a traceback."""
+    import shutil
+    out = tmp_path / 'out'; shutil.copytree(old_study, out)
+    proc = subprocess.Popen([str(SINK_NB), *STUDY, '--steps', '300', '--jobs', str(jobs), '--out', str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    t0 = time.time()
+    def training(run:Path) -> bool:                                 # the new run's first evaluation is logged
+        try: return (run / '.lock').exists() and (run / 'metrics.jsonl').stat().st_mtime > t0
+        except FileNotFoundError: return False
+    while not any(training(out / v / 'seed0') for v in ('lr-0.003', 'lr-0.03')):
+        assert proc.poll() is None and time.time() - t0 < 180, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT) if to == 'group' else proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, stderr[-3000:])
+    assert stderr.strip() == 'sink-nb study: interrupted', stderr[-3000:]
+    assert not (out / 'study.json').exists() and not (out / 'study.txt').exists()      # no report of replaced runs
+    assert not list(out.rglob('.lock')) and not list(out.glob('.*tmp*')), sorted(out.rglob('.*'))
+    statuses = [Run(p).status for p in sorted(out.glob('*/seed0'))]
+    assert any(s.startswith('interrupted') for s in statuses), statuses
+
+
+@pytest.fixture
+def late_study(monkeypatch):
+    "A study registered late (CPU_STUDIES is open): a variant that diverges at once beside one that trains."
+    monkeypatch.setitem(studies.CPU_STUDIES, 'probe-diverge',
+                        {'demo': {}, 'diverges': dict(lr=1e4, min_lr=0.0, grad_clip=0.0)})
+    import torch; torch.set_num_threads(1)
+    return 'probe-diverge'
+
+
+def test_a_diverging_variant_is_recorded_and_the_others_summarised(late_study, tmp_path, capsys):
+    "Before: the whole study stopped at the divergence with no study.json; the finished variant was lost."
+    out = tmp_path / 'out'
+    with pytest.raises(SystemExit) as stop:
+        cli.main(['study', late_study, '--seeds', '1', '--steps', '50', '--jobs', '1', '--out', str(out)])
+    assert '1 of 2 runs did not finish (diverges seed 0: stopped at step' in str(stop.value), stop.value
+    study = Study.load(out / 'study.json')
+    assert study.seeds('demo') == [0] and [f[:2] for f in study.failures()] == [('diverges', 0)]
+    assert study.meta['failed'][0].startswith('diverges seed 0: stopped at step')
+    text = (out / 'study.txt').read_text()
+    assert 'did not finish' in text and '# did not finish: diverges seed 0: stopped at step' in text, text
+    assert 'did not finish' in capsys.readouterr().out                               # the table printed says it too
+
+
+def test_study_json_that_is_not_a_study_is_refused_and_a_full_disk_is_one_line(late_study, tmp_path, monkeypatch):
+    "Before: a foreign study.json was overwritten after all the training; a full disk gave a traceback."
+    out = tmp_path / 'out'; out.mkdir(); (out / 'study.json').write_text('{"mine": 1}')
+    argv = ['study', late_study, '--only', 'demo', '--seeds', '1', '--steps', '50', '--jobs', '1', '--out', str(out)]
+    with pytest.raises(SystemExit, match='study.json is not a study saved by sink_nb'): cli.main(argv)
+    assert (out / 'study.json').read_text() == '{"mine": 1}' and list(out.iterdir()) == [out / 'study.json']
+    (out / 'study.json').unlink()
+    def full(self, path): raise OSError(errno.ENOSPC, f'cannot write {path} (No space left on device)')
+    monkeypatch.setattr(Study, 'save', full)
+    with pytest.raises(SystemExit, match=r'^sink-nb study: .*No space left on device'): cli.main(argv)
+    assert not (out / 'study.json').exists() and not (out / 'study.txt').exists()
+    assert Run(out / 'demo' / 'seed0').status == 'complete at step 50'            # the runs are kept
