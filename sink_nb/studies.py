@@ -45,6 +45,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                for op in ('softmax', 'sigmoid')},
 }
 
+# %% ../nbs/22_studies.ipynb #b8d2e002
 def variant_folder(label:str) -> str:
     "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'; never '.', '..' or hidden."
     if not isinstance(label, str): raise TypeError(f"a variant label must be a string, got {label!r}")
@@ -61,6 +62,7 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
                      corpus_args=dict(n=steps * base.batch_size + base.val_blocks))
     return str(train(*load_run_config(config, settings)[:2]))
 
+# %% ../nbs/22_studies.ipynb #b8d2e004
 def _worker_signals():
     "A pool worker leaves a Ctrl-C to its parent, whose terminate() (SIGTERM) then ends the run like a Ctrl-C would."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -71,7 +73,14 @@ def training_pool(jobs:int):
     import multiprocessing as mp
     return mp.get_context('spawn').Pool(check_int(jobs, 'jobs', 1), initializer=_worker_signals)
 
-# %% ../nbs/22_studies.ipynb #a7f3c002
+def _train_task(args:tuple, keep_going:bool) -> str:
+    "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
+    try: return train_variant(*args)
+    except NonFiniteTraining:
+        if not keep_going: raise
+        return args[3]
+
+# %% ../nbs/22_studies.ipynb #b8d2e006
 def _variant_folders(variants) -> dict[str, str]:
     "label -> folder of each variant; refused: not a dict of label -> overrides, empty, two labels sharing a folder."
     if not isinstance(variants, dict) or not all(isinstance(o, dict) for o in variants.values()):
@@ -81,6 +90,7 @@ def _variant_folders(variants) -> dict[str, str]:
     if len(set(folders.values())) < len(folders): raise ValueError(f"two variants share a folder name: {folders}")
     return folders
 
+# %% ../nbs/22_studies.ipynb #b8d2e008
 def _check_seeds(seeds) -> list[int]:
     "The seeds as a list of integers >= 0, none twice, at least one."
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, '__iter__'):
@@ -91,13 +101,7 @@ def _check_seeds(seeds) -> list[int]:
     if not seeds: raise ValueError("`seeds` is empty: nothing to train")
     return seeds
 
-def _train_task(args:tuple, keep_going:bool) -> str:
-    "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
-    try: return train_variant(*args)
-    except NonFiniteTraining:
-        if not keep_going: raise
-        return args[3]
-
+# %% ../nbs/22_studies.ipynb #a7f3c002
 def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int=2,
                    keep_going:bool=False) -> dict[tuple, Path]:
     "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, `jobs` at once; (label, seed) -> run."
@@ -112,7 +116,7 @@ def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int
         with training_pool(jobs) as pool: done = pool.starmap(_train_task, args)
     return {task: Path(p) for task, p in zip(tasks, done)}
 
-# %% ../nbs/22_studies.ipynb #d62ddb41
+# %% ../nbs/22_studies.ipynb #b8d2e010
 def _value(record:dict, stat:str):
     "`stat` ('val_loss', 'sink1'..., 'sink_star') of one logged evaluation; None where the run has none."
     if stat == 'val_loss': return record['val_loss']
@@ -120,6 +124,7 @@ def _value(record:dict, stat:str):
     if stat.startswith('sink') and stat[4:].isdigit(): return record['sink'].get(stat[4:])
     raise ValueError(f"`stat` must be 'val_loss', 'sink_star' or 'sink1', 'sink2', ..., got {stat!r}")
 
+# %% ../nbs/22_studies.ipynb #b8d2e012
 def _check_study(name, variants, runs):
     "Refuse a study that is not a name, variants (label -> overrides) and runs of them, each (variant, seed) once."
     if not isinstance(name, str): raise TypeError(f"a study's `name` must be a string, got {name!r}")
@@ -136,6 +141,7 @@ def _check_study(name, variants, runs):
             raise ValueError(f"study {name!r} holds variant {key[0]!r} seed {key[1]} twice: a seed counts once")
         seen.add(key)
 
+# %% ../nbs/22_studies.ipynb #d62ddb41
 @dataclass
 class Study:
     "Variants × seeds of a CPU study: every run's logged evaluations, the command that made them; saved as JSON."
@@ -158,16 +164,19 @@ class Study:
         if variant not in self.variants: raise KeyError(f"no variant {variant!r}; the study has {list(self.variants)}")
         return sorted(r['seed'] for r in self.runs if r['variant'] == variant and not r.get('failed'))
 
-    def failures(self, variant:str|None=None) -> list[tuple[str, int, str]]:
-        "(variant, seed, why) of each run that did not finish — of `variant`, or of every variant."
-        return [(r['variant'], r['seed'], r['failed']) for r in self.runs
-                if r.get('failed') and variant in (None, r['variant'])]
+# %% ../nbs/22_studies.ipynb #b8d2e015
+@patch
+def failures(self:Study, variant:str|None=None) -> list[tuple[str, int, str]]:
+    "(variant, seed, why) of each run that did not finish — of `variant`, or of every variant."
+    return [(r['variant'], r['seed'], r['failed']) for r in self.runs
+            if r.get('failed') and variant in (None, r['variant'])]
 
-    def values(self, variant:str, what:str='final', stat:str='sink1', threshold:float=10.0) -> list:
-        "One number per seed of `variant`: `what` of `curve_summary` ('final', 'peak', 'mean', 'peak_step', 'onset')."
-        return [curve_summary(self.curve(variant, s, stat), threshold)[what] for s in self.seeds(variant)]
+@patch
+def values(self:Study, variant:str, what:str='final', stat:str='sink1', threshold:float=10.0) -> list:
+    "One number per seed of `variant`: `what` of `curve_summary` ('final', 'peak', 'mean', 'peak_step', 'onset')."
+    return [curve_summary(self.curve(variant, s, stat), threshold)[what] for s in self.seeds(variant)]
 
-# %% ../nbs/22_studies.ipynb #2886aa32
+# %% ../nbs/22_studies.ipynb #b8d2e016
 def _mean_sd(values, digits:int=1) -> str:
     v = np.asarray(values, dtype=float)
     return f"{v.mean():.{digits}f}" + (f" ± {v.std(ddof=1):.{digits}f}" if len(v) > 1 else " (n=1)")
@@ -185,6 +194,7 @@ def _summary_row(study:Study, v:str, stat:str, threshold:float, digits:int) -> d
             f'onset > {threshold:g}': onset_summary([x['onset'] for x in s])['text'],
             'final val loss': _mean_sd(study.values(v, 'final', 'val_loss'), 3)}
 
+# %% ../nbs/22_studies.ipynb #2886aa32
 @patch
 def table(self:Study, stat:str='sink1', threshold:float=10.0, digits:int=1) -> 'pd.DataFrame':
     "Per variant over its finished seeds: final, peak (steps), mean, onset past `threshold` (k of n), loss; failures."
@@ -210,7 +220,7 @@ def frame(self:Study) -> 'pd.DataFrame':
                               **({} if e.get('sink_star') is None else dict(sink_star=e['sink_star'])))
                          for r in self.runs if not r.get('failed') for e in r['curve']])
 
-# %% ../nbs/22_studies.ipynb #db97ffbe
+# %% ../nbs/22_studies.ipynb #b8d2e018
 def is_study_file(path) -> bool:
     "Is `path` a plain file (not a link) holding a study that `Study.save` wrote?"
     path = Path(path)
@@ -230,6 +240,7 @@ def _write_new(path:Path, text:str):
         except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
     except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
 
+# %% ../nbs/22_studies.ipynb #b8d2e020
 @patch
 def save(self:Study, path) -> Path:
     "Write the study as strict JSON to a new file, or over one `Study.save` wrote (never a link); atomically."
@@ -244,6 +255,7 @@ def save(self:Study, path) -> Path:
     _write_new(path, text)
     return path
 
+# %% ../nbs/22_studies.ipynb #db97ffbe
 @patch(cls_method=True)
 def load(cls:Study, path) -> Study:
     "A study saved by `Study.save`; an error naming the file when it is something else."
@@ -291,7 +303,7 @@ def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:in
     return Study(name, variants, runs, command, dict(seeds=seeds, seconds=round(time.perf_counter() - t0, 1),
                                                    torch=torch.__version__, **({'failed': failed} if failed else {})))
 
-# %% ../nbs/22_studies.ipynb #23f46e47
+# %% ../nbs/22_studies.ipynb #b8d2e022
 RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
 
 def _same(a, b) -> bool: return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
@@ -311,6 +323,7 @@ def _rerun_problem(fresh:Study, saved:Study, v:str, new_seeds:bool) -> str|None:
         return (f"seed {other[0]} of {v!r} is not among the saved seeds {saved.seeds(v)}; pass new_seeds=True to check "
                 "a seed the saved study does not hold against its spread")
 
+# %% ../nbs/22_studies.ipynb #23f46e47
 def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:bool=False) -> list[str]:
     "Each variant of `fresh` against `saved` (`check_rerun` per check); AssertionError at the first outside its spread."
     if fresh.name != saved.name: raise ValueError(f"the fresh study is {fresh.name!r}, the saved one {saved.name!r}")
