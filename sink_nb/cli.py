@@ -367,6 +367,8 @@ def run_cpu_study(args) -> 'Study':
     if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
         raise SystemExit(f"sink-nb study: --only names no variant of {args.name!r}: {unknown}; its variants: "
                          f"{list(CPU_STUDIES[args.name])}")
+    if twice := sorted({o for o in args.only or [] if args.only.count(o) > 1}):
+        raise SystemExit(f"sink-nb study: --only lists {twice} more than once")
     out = args.out or Path('runs') / f'study-{args.name}'
     check_outputs([out], args.json)                                   # not among the runs it trains
     _check_study_out(out, CPU_STUDIES[args.name])

@@ -4,7 +4,7 @@
 
 # %% ../nbs/22_studies.ipynb #eabc7bef
 from __future__ import annotations
-import json, math, os, re, signal, sys, time
+import json, math, numbers, os, re, signal, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +49,8 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
 def variant_folder(label:str) -> str:
     "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'; never '.', '..' or hidden."
     if not isinstance(label, str): raise TypeError(f"a variant label must be a string, got {label!r}")
-    return re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-.') or 'variant'     # no leading dot: no '..', no '.x'
+    name = re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-.')       # no leading dot: no '..', no '.x'
+    return name[:100].rstrip('-.') or 'variant'                      # a file system's limit is 255 bytes
 
 # %% ../nbs/22_studies.ipynb #f564b589
 def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int, progress:bool=False) -> str:
@@ -81,13 +82,19 @@ def _train_task(args:tuple, keep_going:bool) -> str:
         return args[3]
 
 # %% ../nbs/22_studies.ipynb #b8d2e006
-def _variant_folders(variants) -> dict[str, str]:
-    "label -> folder of each variant; refused: not a dict of label -> overrides, empty, two labels sharing a folder."
+_STUDY_SETS = ('seed', 'out_dir', 'progress', 'overwrite', 'resume', 'corpus_args')   # train_variant sets these
+
+def _variant_folders(variants, steps:int|None=None) -> dict[str, str]:
+    "label -> folder of each variant; refused: not label -> overrides, empty, two sharing a folder, a key a study sets."
     if not isinstance(variants, dict) or not all(isinstance(o, dict) for o in variants.values()):
         raise TypeError(f"`variants` must be a dict of label -> overrides (a dict), got {variants!r:.100}")
     if not variants: raise ValueError("`variants` is empty: nothing to train")
     folders = {label: variant_folder(label) for label in variants}
-    if len(set(folders.values())) < len(folders): raise ValueError(f"two variants share a folder name: {folders}")
+    if len({f.casefold() for f in folders.values()}) < len(folders):      # one folder on a case-blind disk too
+        raise ValueError(f"two variants share a folder name: {folders}")
+    for label, overrides in variants.items():
+        if set_here := {k.removeprefix('train.') for k in overrides} & {*_STUDY_SETS, *(['steps'] if steps else [])}:
+            raise ValueError(f"variant {label!r} sets {sorted(set_here)}, which the study sets for each run")
     return folders
 
 # %% ../nbs/22_studies.ipynb #b8d2e008
@@ -105,7 +112,7 @@ def _check_seeds(seeds) -> list[int]:
 def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int=2,
                    keep_going:bool=False) -> dict[tuple, Path]:
     "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, `jobs` at once; (label, seed) -> run."
-    seeds, folders = _check_seeds(seeds), _variant_folders(variants)
+    seeds, folders = _check_seeds(seeds), _variant_folders(variants, steps)
     check_int(steps, 'steps', 1, allow_none=True); check_int(jobs, 'jobs', 1)
     tasks = [(label, s) for label in variants for s in seeds]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
@@ -125,6 +132,11 @@ def _value(record:dict, stat:str):
     raise ValueError(f"`stat` must be 'val_loss', 'sink_star' or 'sink1', 'sink2', ..., got {stat!r}")
 
 # %% ../nbs/22_studies.ipynb #b8d2e012
+def _evaluation(e) -> bool:
+    "Is `e` one logged evaluation as a study keeps it: step, val_loss, sink (and sink_star)?"
+    return (isinstance(e, dict) and isinstance(e.get('step'), numbers.Integral) and not isinstance(e['step'], bool)
+            and isinstance(e.get('val_loss'), numbers.Real) and isinstance(e.get('sink'), dict))
+
 def _check_study(name, variants, runs):
     "Refuse a study that is not a name, variants (label -> overrides) and runs of them, each (variant, seed) once."
     if not isinstance(name, str): raise TypeError(f"a study's `name` must be a string, got {name!r}")
@@ -136,6 +148,9 @@ def _check_study(name, variants, runs):
     for r in runs:
         if not (isinstance(r, dict) and {'variant', 'seed', 'curve'} <= set(r) and isinstance(r['curve'], list)):
             raise ValueError(f"each run must be a dict with variant, seed and curve (a list), got {r!r:.100}")
+        if bad := [e for e in r['curve'] if not _evaluation(e)]:
+            raise ValueError(f"an evaluation must be a dict of step (an integer), val_loss (a number), sink (a dict), "
+                             f"got {bad[0]!r:.100}")
         if r['variant'] not in variants: raise ValueError(f"a run of variant {r['variant']!r}, which `variants` lacks")
         if (key := (r['variant'], check_int(r['seed'], 'seed', 0))) in seen:
             raise ValueError(f"study {name!r} holds variant {key[0]!r} seed {key[1]} twice: a seed counts once")
@@ -241,6 +256,11 @@ def _write_new(path:Path, text:str):
     except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
 
 # %% ../nbs/22_studies.ipynb #b8d2e020
+def _scalar(v):
+    "A numpy or torch scalar as the number it holds, for `json.dumps`; anything else JSON cannot hold is refused."
+    if hasattr(v, 'item') and getattr(v, 'ndim', 1) == 0: return v.item()
+    raise TypeError(f"a study holds {type(v).__name__} {v!r:.50}, which JSON cannot hold")
+
 @patch
 def save(self:Study, path) -> Path:
     "Write the study as strict JSON to a new file, or over one `Study.save` wrote (never a link); atomically."
@@ -250,7 +270,7 @@ def save(self:Study, path) -> Path:
         raise FileExistsError(f"{path} is {what}: "
                               "Study.save replaces only a study it wrote; give a new file name")
     try: text = json.dumps(dict(kind='sink_nb study', name=self.name, command=self.command, meta=self.meta,
-                                variants=self.variants, runs=self.runs), indent=1, allow_nan=False)
+                                variants=self.variants, runs=self.runs), indent=1, allow_nan=False, default=_scalar)
     except ValueError as e: raise ValueError(f"study {self.name!r} holds a number that is not finite ({e})") from None
     _write_new(path, text)
     return path
@@ -259,6 +279,7 @@ def save(self:Study, path) -> Path:
 @patch(cls_method=True)
 def load(cls:Study, path) -> Study:
     "A study saved by `Study.save`; an error naming the file when it is something else."
+    if Path(path).exists() and not Path(path).is_file(): raise ValueError(f"{path} is not a file")   # a pipe blocks
     try: raw = json.loads(Path(path).read_text())
     except (ValueError, RecursionError) as e:                          # not JSON, not UTF-8, nested too deep
         raise ValueError(f"{path} is not a study saved by sink_nb ({e})") from None
@@ -286,16 +307,23 @@ def study_record(label:str, seed:int, run_dir) -> dict:
     return rec
 
 # %% ../nbs/22_studies.ipynb #25aaf992
+def _only(name:str, variants:dict, only) -> dict:
+    "The variants `only` names, each once; an error naming what it lists that is not a variant."
+    if isinstance(only, str) or not hasattr(only, '__iter__'):
+        raise TypeError(f"`only` must be a list of variant labels, got {only!r}")
+    only = list(only)
+    if unknown := [o for o in only if o not in variants]:
+        raise ValueError(f"`only` names no variant of {name!r}: {unknown}; its variants: {list(variants)}")
+    if twice := [o for o in variants if only.count(o) > 1]: raise ValueError(f"`only` lists {twice} more than once")
+    return {k: v for k, v in variants.items() if k in only}
+
 def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:int=2, command:str='',
               variants:dict|None=None) -> Study:
     "Train study `name` (a CPU_STUDIES key, or `variants` given) for `seeds` into `out`; the runs read into a Study."
     variants = variants if variants is not None else CPU_STUDIES.get(name)
     if variants is None:
         raise ValueError(f"`name` must be one of {list(CPU_STUDIES)} (or pass `variants`), got {name!r}")
-    if only is not None:
-        if unknown := [o for o in only if o not in variants]:
-            raise ValueError(f"`only` names no variant of {name!r}: {unknown}; its variants: {list(variants)}")
-        variants = {k: v for k, v in variants.items() if k in only}
+    if only is not None: variants = _only(name, variants, only)
     t0, seeds = time.perf_counter(), _check_seeds(seeds)
     done = train_variants(out, variants, seeds, steps, jobs, keep_going=True)    # a diverging run: recorded, not fatal
     runs = [study_record(label, s, path) for (label, s), path in done.items()]
@@ -305,6 +333,14 @@ def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:in
 
 # %% ../nbs/22_studies.ipynb #b8d2e022
 RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
+
+def _check_checks(checks):
+    "Each check a (what, stat, slack) of a number per seed: what 'final', 'peak' or 'mean'; at least one."
+    if not checks: raise ValueError("nothing to check: no checks")
+    for c in checks:
+        if not (isinstance(c, (tuple, list)) and len(c) == 3 and c[0] in ('final', 'peak', 'mean')):
+            raise ValueError(f"each check must be (what, stat, slack), what 'final', 'peak' or 'mean', got {c!r}")
+        _value(dict(val_loss=0.0, sink={}), c[1])                          # an unknown stat is named
 
 def _same(a, b) -> bool: return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
@@ -326,9 +362,12 @@ def _rerun_problem(fresh:Study, saved:Study, v:str, new_seeds:bool) -> str|None:
 # %% ../nbs/22_studies.ipynb #23f46e47
 def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:bool=False) -> list[str]:
     "Each variant of `fresh` against `saved` (`check_rerun` per check); AssertionError at the first outside its spread."
+    if not (isinstance(fresh, Study) and isinstance(saved, Study)):
+        raise TypeError(f"`fresh` and `saved` must be Study objects (`Study.load` reads a file), got "
+                        f"{type(fresh).__name__} and {type(saved).__name__}")
     if fresh.name != saved.name: raise ValueError(f"the fresh study is {fresh.name!r}, the saved one {saved.name!r}")
-    if not fresh.runs or not checks:
-        raise ValueError(f"nothing to check: {'no checks' if fresh.runs else 'the fresh study has no runs'}")
+    if not fresh.runs: raise ValueError("nothing to check: the fresh study has no runs")
+    _check_checks(checks)
     for v in fresh.variants:
         if why := _rerun_problem(fresh, saved, v, new_seeds): raise ValueError(f"cannot check the re-run: {why}")
     lines = []
