@@ -114,6 +114,8 @@ def _check_runs_out(out:Path, folders, reports, command:str, per_seed:bool=True)
             if q.is_dir() and not q.is_symlink() and Run(q).is_run and (foreign := Run(q).foreign()):
                 raise SystemExit(f"sink-nb {command}: {q} also holds {', '.join(foreign[:3])}, which sink_nb did not "
                                  "write; training would replace that run, so move them away first")
+            if (status := Run(q).status).startswith(('running', 'starting')):       # before its reports are removed
+                raise SystemExit(f"sink-nb {command}: {q} is {status}; wait for it, or give another --out")
         if what := _odd_entry(p, folders, reports, per_seed):
             raise SystemExit(f"sink-nb {command}: --out {out} holds {what}, which is not a run or report of `sink-nb "
                              f"{command}`; give an empty folder or one an earlier `sink-nb {command}` wrote")
