@@ -22,16 +22,17 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
 from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
 from .data import PROBES
-from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, load_config, load_model,
+from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, layer_windows, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
 from .head_stats import select_head_stats
-from .metrics import SinkMeter, attention_with_lse, meter_batches
+from .metrics import DIVISORS, SinkMeter, attention_with_lse, meter_batches
 from .results import SinkResult
 from .model import SinkLM, name_filter
 
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
-           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'measure', 'measure_many']
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'check_windows_seen', 'measure',
+           'measure_many']
 
 # %% ../nbs/17_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -239,8 +240,11 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     with switch, _block_hooks(blocks, emit, wants): out = _call(model, ids, base, output_attentions=True)
     if not out.attentions or any(a is None for a in out.attentions):
         raise ValueError(f"{type(model).__name__} returned no attention weights with output_attentions=True")
+    windows = layer_windows(model.config)                   # the weights hold the window; α's divisor needs it said
     for l, a in enumerate(out.attentions):                                               # (B, H, T, T) each
-        if wants(name := f'blocks.{l}.attn.hook_pattern'): emit(name, a, causal=bool((a.triu(1) == 0).all()))
+        causal = bool((a.triu(1) == 0).all())
+        window = windows[l] if causal and l < len(windows) else None
+        if wants(name := f'blocks.{l}.attn.hook_pattern'): emit(name, a, causal=causal, window=window)
     return out
 
 # %% ../nbs/17_hf.ipynb #86d9c462
@@ -406,6 +410,7 @@ def measure_ids(
     taken = {}                                                 # the route and why; a fallback is said once, then kept
     def forward(batch:Tensor, new_meter) -> SinkMeter:
         p = run_with_hooks(model, batch, new_meter, new_meter().wants, taken.get('route', route), base=True)
+        check_windows_seen(model, p.alpha_options, batch.shape[1])
         if p.route != taken.get('taken'): taken.update(taken=p.route, reason=p.reason)
         if p.route == 'eager': taken['route'] = 'eager'
         return p.hook
@@ -415,6 +420,16 @@ def measure_ids(
         warnings.warn("eager attention hands over no q, k, v: k_norm, v_norm, qk1_cos and qk1_norm are unavailable",
                       stacklevel=3)
     return alpha, stats, taken['taken'], taken['reason']
+
+def check_windows_seen(model, alpha_options:dict, T:int):
+    "The window each layer of a streamed pass attended over (from its mask) against `layer_windows` of its config."
+    declared, binding = layer_windows(model.config), lambda w: w if w is not None and w < T else None
+    for l, o in alpha_options.items():
+        want = declared[l] if l < len(declared) else None
+        if o['causal'] and binding(o['window']) != binding(want):
+            raise ValueError(f"layer {l} of {type(model).__name__} attended over a window of {o['window']} keys at "
+                             f"T = {T}, but its config declares {want}: which keys a query sees, and so what α of "
+                             "the first key can reach, is unknown")
 
 # %% ../nbs/17_hf.ipynb #2195c984
 _HIDDEN = 'residual stream before the final norm: input of block 0, output of each block'
@@ -450,9 +465,11 @@ def measure(
     progress:bool=True,           # tqdm bar over batches
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
     head_stats=(),                # names in head_stats.HEAD_STATISTICS: per-head statistics in `stats`, (N, L, H, ...)
+    divisor:str='reference',      # α's divisor (`metrics.importance`): the reference's T - j, or the queries seeing a key
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
     check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
+    check_choice(divisor, 'divisor', DIVISORS)
     eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
     T = check_probe_length(check_int(T, 'T', 2), eps)          # Sink_1 at ε must be able to tell a sink from chance
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
@@ -461,12 +478,15 @@ def measure(
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
     check_length(config, T, allow_longer); tok = load_tokenizer(tokenizer, model_or_id)
+    windows = layer_windows(config)                     # the model's own windows: they cap α and set the divisor
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
-    alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, head_stats=head_stats)
+    alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, head_stats=head_stats,
+                                           divisor=divisor)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
     meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,
+                     window=windows, divisor=divisor,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, metadata=meta, stats=stats, pattern=pattern_from_hf(model, ids, route=route))
