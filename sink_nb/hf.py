@@ -26,7 +26,7 @@ from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, laye
                              load_tokenizer, model_probe, resolve_model)
 from .head_stats import select_head_stats
 from .metrics import DIVISORS, SinkMeter, attention_with_lse, meter_batches
-from .results import SinkResult
+from .results import SinkResult, key_problems
 from .model import SinkLM, name_filter
 
 # %% auto #0
@@ -479,6 +479,8 @@ def measure(
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
     check_length(config, T, allow_longer); tok = load_tokenizer(tokenizer, model_or_id)
     windows = layer_windows(config)                     # the model's own windows: they cap α and set the divisor
+    if why := key_problems(T, windows, divisor=divisor, eps=eps).get(1):       # as a too short T: before the weights
+        raise ValueError(f"Sink_1 at T = {T} would say nothing about the model: {why}")
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
