@@ -244,8 +244,18 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     for l, a in enumerate(out.attentions):                                               # (B, H, T, T) each
         causal = bool((a.triu(1) == 0).all())
         window = windows[l] if causal and l < len(windows) else None
-        if wants(name := f'blocks.{l}.attn.hook_pattern'): emit(name, a, causal=causal, window=window)
+        if wants(name := f'blocks.{l}.attn.hook_pattern'):
+            _check_within(a, window, l, model); emit(name, a, causal=causal, window=window)
     return out
+
+def _check_within(a:Tensor, window:int|None, layer:int, model):
+    "An error when the weights `a` (B, H, T, T) put anything on keys past the window the config declares."
+    T = a.shape[-1]
+    if window is None or window >= T: return
+    i = torch.arange(T, device=a.device)
+    if a[..., i[None, :] <= i[:, None] - window].any():                    # causal keys the window should hide
+        raise ValueError(f"layer {layer} of {type(model).__name__} attends to keys past the window of {window} its "
+                         "config declares: which keys a query sees, and so what α of the first key can reach, is unknown")
 
 # %% ../nbs/17_hf.ipynb #86d9c462
 _STREAMED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
@@ -488,7 +498,7 @@ def measure(
                                            divisor=divisor)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
     meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,
-                     window=windows, divisor=divisor,
+                     window=windows if any(w is not None for w in windows) else None, divisor=divisor,
                      allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, metadata=meta, stats=stats, pattern=pattern_from_hf(model, ids, route=route))

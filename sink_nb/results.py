@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_results.ipynb #7b08f32f
 from __future__ import annotations
-import hashlib, json, math, warnings
+import hashlib, json, math, numbers, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -16,7 +16,7 @@ from torch import Tensor
 
 from .attention import uniform_first_alpha
 from .checks import check_choice, check_eps, check_int
-from .metrics import check_alpha, sink_rate
+from .metrics import DIVISORS, check_alpha, sink_rate
 
 # %% auto #0
 __all__ = ['HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling', 'key_problems']
@@ -55,10 +55,11 @@ class SinkResult:
 def check_windows(window, L:int) -> list[int|None]:
     "`window` (one for every layer, or a list of one per layer; None: no window) as a list of L windows, checked."
     windows = list(window) if isinstance(window, (list, tuple)) else [window] * L
-    if len(windows) != L or not all(w is None or (type(w) is int and w >= 1) for w in windows):
+    whole = lambda w: isinstance(w, numbers.Integral) and not isinstance(w, bool) and w >= 1
+    if len(windows) != L or not all(w is None or whole(w) for w in windows):
         raise ValueError(f"`window` must be None, an integer >= 1, or a list of {L} of them (one per layer), got "
                          f"{window!r}")
-    return windows
+    return [None if w is None else int(w) for w in windows]
 
 # %% ../nbs/04_results.ipynb #a8811810
 _BY_DIMS = {None: (0, 1, 2), 'sample': (1, 2), 'layer': (0, 2), 'head': (0,)}
@@ -99,8 +100,9 @@ def key_problems(
     chance:bool=True,             # also refuse Sink_1 where an evenly spreading head passes ε
 ) -> dict[int, str]:              # k (from 1) -> why Sink_k^ε says nothing about the model
     "Real keys k whose Sink_k^ε a window (of any layer) caps at ε or below, or chance alone passes: k -> why."
+    T, eps = check_int(T, 'T', 1), check_eps(eps); check_choice(divisor, 'divisor', DIVISORS)
     windows = window if isinstance(window, (list, tuple)) else [window]
-    out = {}
+    windows, out = check_windows(windows, len(windows)), {}
     for w in sorted(set(windows), key=lambda w: (w is None, w or 0)):           # the narrowest window first
         where = f" in layers {[l for l, x in enumerate(windows) if x == w]} of {len(windows)}" \
             if len(set(windows)) > 1 else ''

@@ -371,13 +371,16 @@ def _strict_json(record:dict, what:str, **kwargs) -> str:
     try: return json.dumps(record, allow_nan=False, **kwargs)
     except ValueError: raise ValueError(f"{what} holds NaN or inf, which is not JSON: {str(record)[:200]}") from None
 
+_SUMMARY_BYTES = 1_000_000                 # a summary is a few hundred bytes; status reads it often
+
 @patch
 def _read_summary(self:Run) -> tuple[dict|None, str|None]:
     "The finished run's summary, or None and why not (None when there is no summary file)."
     path, ckpts = self.path / self.SUMMARY, self.checkpoints
     if not (path.exists() or path.is_symlink()): return None, None
     if not plain_file(path): return None, f"{path} is not a plain file"
-    try: s = json.loads(path.read_text())
+    if path.stat().st_size > _SUMMARY_BYTES: return None, f"{path} is unreadable (over {_SUMMARY_BYTES:,} bytes)"
+    try: s = json.loads(path.read_text(), parse_constant=lambda name: None)    # an older NaN: no number
     except (OSError, ValueError, RecursionError) as e: return None, f"{path} is unreadable ({str(e)[:80]})"
     if not isinstance(s, dict): return None, f"{path} is unreadable (not a JSON object)"
     if not ckpts or s.get('step') != ckpts[-1]: return None, f"{path} is of step {s.get('step')}, not the last checkpoint's"

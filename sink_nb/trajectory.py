@@ -120,7 +120,9 @@ def hidden_size(model) -> int:
 # %% ../nbs/26_trajectory.ipynb #fd49892e
 def rate_settings(model, divisor:str='reference') -> dict:
     "What decides which Sink_k of `model` can vary (`results.key_problems`): its windows, prefix, sink token; the divisor."
-    if not isinstance(model, SinkLM): return dict(window=layer_windows(model.config), divisor=divisor)
+    if not isinstance(model, SinkLM):
+        windows = layer_windows(model.config)
+        return dict(window=windows if any(w is not None for w in windows) else None, divisor=divisor)
     c = model.config
     return dict(window=c.window, prefix=c.prefix, sink_token=c.sink_token, divisor=divisor)
 
