@@ -14,7 +14,7 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import uniform_first_alpha
+from .attention import uniform_first_alpha, visible
 from .checks import check_choice, check_eps, check_int
 from .metrics import DIVISORS, check_alpha, sink_rate
 
@@ -84,6 +84,22 @@ def key_ceiling(T:int, window:int|None=None, prefix:int=0, divisor:str='referenc
     return (after.clamp(max=window) / after).masked_fill(torch.arange(T) < prefix, 1.)   # prefix keys: seen by all
 
 # %% ../nbs/04_results.ipynb #23b8be2c
+def _even_first_alpha(T:int, window:int|None, prefix:int, divisor:str) -> float:
+    "α of the first real token behind a sink token when every query spreads its attention evenly over what it sees."
+    i, j = torch.arange(1, T + 1), torch.arange(T + 1)                   # real queries; the sink token is key 0
+    vis = visible(i[:, None], j[None, :], window, prefix + 1).double()    # (T, 1 + T): it is one more prefix key
+    seen = vis[:, 1]                                                      # the queries that see the first real key
+    return ((seen / vis.sum(1)).sum() / (T if divisor == 'reference' else seen.sum())).item()
+
+def _chance_problem(T:int, window:int|None, prefix:int, divisor:str, eps:float, sink_token:bool) -> str|None:
+    "Why an evenly spreading head already passes ε on the first real key (behind a sink token too); None if not."
+    if not sink_token: return first_key_problem(T, window, prefix, divisor, eps)
+    if (chance := _even_first_alpha(T, window, prefix, divisor)) <= eps: return None
+    return (f"a head spreading its attention evenly over the sink token and the keys it sees already has α₁ = "
+            f"{chance:.3g} > ε = {eps} at T = {T}" + (f" with a window of {window} keys" if window else '')
+            + f" ({divisor} divisor), so Sink_1 counts heads that do not sink: measure with a longer T"
+            + (" or a wider window, or the reference divisor" if divisor != 'reference' else ''))
+
 def _longest_T(window:int, eps:float, k:int) -> int:
     "The longest T at which key k's ceiling min(window, T')/T' (T' = T - k + 1) stays above ε."
     n = int(window / eps)
@@ -96,7 +112,7 @@ def key_problems(
     prefix:int=0,                 # prefix-LM keys that every query sees
     divisor:str='reference',      # α's divisor (`metrics.importance`)
     eps:float=0.3,                # the threshold of Sink_k
-    sink_token:bool=False,        # a learnt sink token before the first real one (the chance rule does not apply)
+    sink_token:bool=False,        # a learnt sink token before the first real one, seen by every query
     chance:bool=True,             # also refuse Sink_1 where an evenly spreading head passes ε
 ) -> dict[int, str]:              # k (from 1) -> why Sink_k^ε says nothing about the model
     "Real keys k whose Sink_k^ε a window (of any layer) caps at ε or below, or chance alone passes: k -> why."
@@ -111,7 +127,7 @@ def key_problems(
             out[k] = (f"the reference divisor caps α_{k} at {c:.3g} <= ε = {eps} with a window of {w} keys at T = "
                       f"{T}{where}, so Sink_{k} is 0 by construction: measure with divisor='visible', or T <= "
                       f"{_longest_T(w, eps, k)}")
-        if chance and not sink_token and 1 not in out and (why := first_key_problem(T, w, prefix, divisor, eps)):
+        if chance and 1 not in out and (why := _chance_problem(T, w, prefix, divisor, eps, sink_token)):
             out[1] = why + where
     return dict(sorted(out.items()))
 
