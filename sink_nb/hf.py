@@ -31,8 +31,8 @@ from .model import SinkLM, name_filter
 
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
-           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'check_windows_seen', 'measure',
-           'measure_many']
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'check_windows_seen',
+           'window_problem', 'measure', 'measure_many']
 
 # %% ../nbs/17_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -455,6 +455,11 @@ def _check_flags(**flags):
     for name, v in flags.items(): check_bool(v, name, allow_none=name == 'add_bos')
 
 # %% ../nbs/17_hf.ipynb #88c2b604
+def window_problem(config, T:int, eps:float=0.3, divisor:str='reference') -> str|None:
+    "Why Sink_1 at T tokens would say nothing about a model with this config (its windows cap it, or chance passes ε)."
+    why = key_problems(T, layer_windows(config), divisor=divisor, eps=eps).get(1)
+    return why and f"Sink_1 at T = {T} would say nothing about the model: {why}"
+
 def measure(
     model_or_id,                  # hub id, local folder, .gguf file, or a loaded transformers model
     tokenizer=None,               # tokenizer or id/path; None: the one beside the model (may stay None unless natural)
@@ -489,8 +494,7 @@ def measure(
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
     check_length(config, T, allow_longer); tok = load_tokenizer(tokenizer, model_or_id)
     windows = layer_windows(config)                     # the model's own windows: they cap α and set the divisor
-    if why := key_problems(T, windows, divisor=divisor, eps=eps).get(1):       # as a too short T: before the weights
-        raise ValueError(f"Sink_1 at T = {T} would say nothing about the model: {why}")
+    if why := window_problem(config, T, eps, divisor): raise ValueError(why)   # as a too short T: before the weights
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
@@ -512,7 +516,7 @@ def measure_many(
     eps:float=0.3,                # threshold of the reported Sink_1
     **kwargs,                     # T, n, dtype, device, batch_size, texts, ...: passed to `measure`
 ) -> pd.DataFrame:                # model, family, params, probe, T, N, sink1, paper, route, seconds, status
-    "Sink_1 of several models and probes in one table; models that can't be loaded are skipped and reported."
+    "Sink_1 of several models and probes in one table; models that can't be loaded, or whose Sink_1 cannot vary, are reported."
     for p in probes: check_choice(p, 'probes', PROBES)
     rows, tokenizer, load = [], kwargs.pop('tokenizer', None), {k: kwargs.pop(k, None) for k in ('dtype', 'device')}
     todo = list(OPEN_MODELS) if ids is None else list(ids)
@@ -523,6 +527,9 @@ def measure_many(
         except Exception as e:
             why = f'skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}'
             rows += [base | dict(probe=p, paper=ref.get(p), status=why) for p in probes]
+            continue
+        if why := window_problem(model.config, kwargs.get('T', 64), eps, kwargs.get('divisor', 'reference')):
+            rows += [base | dict(probe=p, paper=ref.get(p), status=f'refused: {why}') for p in probes]
             continue
         for p in probes:
             r = measure(model, tok, probe=p, eps=eps, **kwargs)

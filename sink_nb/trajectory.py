@@ -281,10 +281,9 @@ def check_one_architecture(points:list[Checkpoint]) -> list[dict]:
             what = f"revision {p.source.revision!r} of {p.source}" if p.source.revision else p.source
             raise ValueError(f"cannot read {what}: {str(e).splitlines()[0][:300]} (offline, only what the hub "
                              "cache holds can be read)") from None
-        found.append({k: getattr(config, k, None) for k in ARCHITECTURE})
-        if found[-1] != found[0]:
-            diff = ', '.join(f"{k}: {a} vs {b}" for k, a, b in zip(ARCHITECTURE, found[0].values(), found[-1].values())
-                             if a != b)
+        found.append({k: getattr(config, k, None) for k in ARCHITECTURE} | dict(windows=layer_windows(config)))
+        if found[-1] != found[0]:                     # windows too: they decide what Sink_1 can reach
+            diff = ', '.join(f"{k}: {a} vs {found[-1][k]}" for k, a in found[0].items() if a != found[-1][k])
             raise ValueError(f"mixed architectures: {points[0].label} and {p.label} differ ({diff}); a trajectory "
                              "follows one model through training")
     return found
