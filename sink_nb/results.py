@@ -134,7 +134,7 @@ def key_problems(
 # %% ../nbs/04_results.ipynb #20b93f03
 @patch
 def alpha_ceiling(self:SinkResult) -> Tensor:
-    "(T,): the largest α each real key can reach in every layer; below 1 only under the reference divisor with a window."
+    "(T,): the largest α each real key can reach in all layers; below 1 only under the reference divisor with a window."
     md = self.metadata
     ceilings = [key_ceiling(self.T, w, md.get('prefix', 0), md.get('divisor', 'reference'))
                 for w in set(check_windows(md.get('window'), self.L))]

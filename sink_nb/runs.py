@@ -383,7 +383,8 @@ def _read_summary(self:Run) -> tuple[dict|None, str|None]:
     try: s = json.loads(path.read_text(), parse_constant=lambda name: None)    # an older NaN: no number
     except (OSError, ValueError, RecursionError) as e: return None, f"{path} is unreadable ({str(e)[:80]})"
     if not isinstance(s, dict): return None, f"{path} is unreadable (not a JSON object)"
-    if not ckpts or s.get('step') != ckpts[-1]: return None, f"{path} is of step {s.get('step')}, not the last checkpoint's"
+    if not ckpts or s.get('step') != ckpts[-1]:
+        return None, f"{path} is of step {s.get('step')}, not the last checkpoint's"
     if s.get('config') != self.fingerprint(): return None, f"{path} was written for other settings than the run's"
     return s, None
 
@@ -496,7 +497,8 @@ def status(self:Run) -> str:
     elif stop: s = f"stopped at step {stop.step}: {stop.detail.get('what', 'not finite')} ({last})"
     elif seen > steps: s = f"inconsistent: its log runs to step {seen}, past the {steps} steps it is set to ({last})"
     elif summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
-    elif why and ckpts[-1:] == [steps]: s = f"trained to step {steps} of {steps}, but its summary is not: {why} ({last})"
+    elif why and ckpts[-1:] == [steps]:
+        s = f"trained to step {steps} of {steps}, but its summary is not: {why} ({last})"
     else: s = f"interrupted at step {max([seen] + ckpts[-1:])} of {steps} ({last})"
     return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
 

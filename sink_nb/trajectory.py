@@ -27,7 +27,7 @@ from .model import SinkLM, n_positions
 from .runs import Run
 
 # %% auto #0
-__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'check_sink_varies',
+__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'check_probes_fit',
            'measure_stats', 'hidden_size', 'rate_settings', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint',
            'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
            'run_probes', 'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
@@ -69,9 +69,7 @@ def trajectory(
         if probes is None:
             probes = run_probes(run, T, n, seed, eps) if run else hf_probes(tokenizer, model.config, T, n or 16, texts,
                                                                              seed)
-            if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
-                raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
-            check_sink_varies(p, model, probes, eps)                     # as `compare` refuses it: before any pass
+            check_probes_fit(p, model, probes, eps)                      # before any pass
         stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows], head_stats)
         rows.append(dict(label=p.label, source=str(p.source), revision=p.source.revision, step=p.step,
                          tokens=tokens) | stats)
@@ -81,10 +79,12 @@ def trajectory(
     if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
     return Trajectory(rows, meta)
 
-def check_sink_varies(point:Checkpoint, model, probes:Probes, eps:float):
-    "A ValueError when Sink_1 of `model` on the probes cannot vary (a window's cap, or chance passing ε)."
+def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
+    "The probes within the model's positions, and Sink_1 on them able to vary (a window's cap, or chance passing ε)."
+    if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
+        raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {point.label}")
     T, settings = probes.text.shape[1], rate_settings(model, probes.info.get('divisor', 'reference'))
-    if why := key_problems(T, eps=eps, **settings).get(1):
+    if why := key_problems(T, eps=eps, **settings).get(1):          # as `compare` refuses it
         raise ValueError(f"Sink_1 of {point.label} on T = {T} tokens cannot vary: {why}")
 
 # %% ../nbs/26_trajectory.ipynb #666f0a41
@@ -119,7 +119,7 @@ def hidden_size(model) -> int:
 
 # %% ../nbs/26_trajectory.ipynb #fd49892e
 def rate_settings(model, divisor:str='reference') -> dict:
-    "What decides which Sink_k of `model` can vary (`results.key_problems`): its windows, prefix, sink token; the divisor."
+    "What decides which Sink_k of `model` can vary (`results.key_problems`): windows, prefix, sink token, divisor."
     if not isinstance(model, SinkLM):
         windows = layer_windows(model.config)
         return dict(window=windows if any(w is not None for w in windows) else None, divisor=divisor)
