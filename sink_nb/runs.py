@@ -362,14 +362,19 @@ def save_result(self:Run, result:SinkResult, step:int):
 # %% ../nbs/10_runs.ipynb #76534109
 @patch
 def write_summary(self:Run, summary:dict):
-    "Write the finished run's summary, stamped with the settings' fingerprint; strict JSON (no NaN or inf)."
-    text = _strict_json(summary | dict(config=self.fingerprint()), f"the summary of {self.path}", indent=1)
+    "Write the finished run's summary, stamped with the settings' fingerprint; strict JSON (NaN or inf: null)."
+    text = _strict_json(summary | dict(config=self.fingerprint()), indent=1)
     self._write(self.SUMMARY, lambda path: path.write_text(text))
 
-def _strict_json(record:dict, what:str, **kwargs) -> str:
-    "`record` as strict JSON; a ValueError naming `what` for NaN or inf, which other JSON readers refuse."
-    try: return json.dumps(record, allow_nan=False, **kwargs)
-    except ValueError: raise ValueError(f"{what} holds NaN or inf, which is not JSON: {str(record)[:200]}") from None
+def _strict_json(record, **kwargs) -> str:
+    "`record` as strict JSON, which every reader parses: a NaN or inf is written as null (no number)."
+    return json.dumps(_finite(record), allow_nan=False, **kwargs)
+
+def _finite(x):
+    "`x` with every NaN or inf float, in dicts and lists at any depth, replaced by None."
+    if isinstance(x, float): return x if math.isfinite(x) else None
+    if isinstance(x, dict): return {k: _finite(v) for k, v in x.items()}
+    return [_finite(v) for v in x] if isinstance(x, (list, tuple)) else x
 
 _SUMMARY_BYTES = 1_000_000                 # a summary is a few hundred bytes; status reads it often
 
@@ -524,8 +529,8 @@ def check_resume(self:Run, config:dict, allowed=()) -> dict:
 # %% ../nbs/10_runs.ipynb #8932eb0e
 @patch
 def log(self:Run, record:dict):
-    "Append one evaluation or event to the run's log, as strict JSON (NaN refused); a full disk is named."
-    line = _strict_json(record, f"a log record of {self.path}") + '\n'
+    "Append one evaluation or event to the run's log, as strict JSON (NaN or inf: null); a full disk is named."
+    line = _strict_json(record) + '\n'
     self._record(self.METRICS)
     try:
         with open(self.path / self.METRICS, 'a') as f: f.write(line)
