@@ -22,16 +22,17 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
 from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
 from .data import PROBES
-from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, load_config, load_model,
+from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, layer_windows, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
 from .head_stats import select_head_stats
-from .metrics import SinkMeter, attention_with_lse, meter_batches
-from .results import SinkResult
+from .metrics import DIVISORS, SinkMeter, attention_with_lse, meter_batches
+from .results import SinkResult, key_problems
 from .model import SinkLM, name_filter
 
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
-           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'measure', 'measure_many']
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'check_windows_seen', 'measure_ids',
+           'window_problem', 'measure', 'measure_many']
 
 # %% ../nbs/17_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -231,6 +232,17 @@ def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, e
         raise Unsupported(f"{type(model).__name__} made no attention call through the AttentionInterface")
     return out, tap.alpha_options
 
+# %% ../nbs/17_hf.ipynb #9b7c66b9
+def _check_within(a:Tensor, window:int|None, layer:int, model):
+    "An error when the weights `a` (B, H, T, T) put anything on keys past the window the config declares."
+    T = a.shape[-1]
+    if window is None or window >= T: return
+    i = torch.arange(T, device=a.device)
+    if a[..., i[None, :] <= i[:, None] - window].any():                    # causal keys the window should hide
+        raise ValueError(f"layer {layer} of {type(model).__name__} attends to keys past the window of {window} its "
+                         "config declares: which keys a query sees, and so what α of the first key can reach, is "
+                         "unknown")
+
 # %% ../nbs/17_hf.ipynb #027b4a5f
 def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     "Forward with eager attention, emitting each layer's weights (hook_pattern) and the residual stream: the output."
@@ -239,8 +251,12 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     with switch, _block_hooks(blocks, emit, wants): out = _call(model, ids, base, output_attentions=True)
     if not out.attentions or any(a is None for a in out.attentions):
         raise ValueError(f"{type(model).__name__} returned no attention weights with output_attentions=True")
+    windows = layer_windows(model.config)                   # the weights hold the window; α's divisor needs it said
     for l, a in enumerate(out.attentions):                                               # (B, H, T, T) each
-        if wants(name := f'blocks.{l}.attn.hook_pattern'): emit(name, a, causal=bool((a.triu(1) == 0).all()))
+        causal = bool((a.triu(1) == 0).all())
+        window = windows[l] if causal and l < len(windows) else None
+        if wants(name := f'blocks.{l}.attn.hook_pattern'):
+            _check_within(a, window, l, model); emit(name, a, causal=causal, window=window)
     return out
 
 # %% ../nbs/17_hf.ipynb #86d9c462
@@ -389,6 +405,17 @@ def pattern_source(
     if isinstance(model, PreTrainedModel): return pattern_from_hf(model, ids, max_tokens, cache, route)
     raise TypeError(f"`model` must be a SinkLM or a transformers model, got {type(model).__name__}")
 
+# %% ../nbs/17_hf.ipynb #9c963800
+def check_windows_seen(model, alpha_options:dict, T:int):
+    "The window each layer of a streamed pass attended over (from its mask) against `layer_windows` of its config."
+    declared, binding = layer_windows(model.config), lambda w: w if w is not None and w < T else None
+    for l, o in alpha_options.items():
+        want = declared[l] if l < len(declared) else None
+        if o['causal'] and binding(o['window']) != binding(want):
+            raise ValueError(f"layer {l} of {type(model).__name__} attended over a window of {o['window']} keys at "
+                             f"T = {T}, but its config declares {want}: which keys a query sees, and so what α of "
+                             "the first key can reach, is unknown")
+
 # %% ../nbs/17_hf.ipynb #c0a2f6b9
 @torch.inference_mode()
 def measure_ids(
@@ -406,6 +433,7 @@ def measure_ids(
     taken = {}                                                 # the route and why; a fallback is said once, then kept
     def forward(batch:Tensor, new_meter) -> SinkMeter:
         p = run_with_hooks(model, batch, new_meter, new_meter().wants, taken.get('route', route), base=True)
+        check_windows_seen(model, p.alpha_options, batch.shape[1])
         if p.route != taken.get('taken'): taken.update(taken=p.route, reason=p.reason)
         if p.route == 'eager': taken['route'] = 'eager'
         return p.hook
@@ -420,14 +448,33 @@ def measure_ids(
 _HIDDEN = 'residual stream before the final norm: input of block 0, output of each block'
 
 def _metadata(model, info:dict, **extra) -> dict:
-    "The probe's record, the model's class, dtype and device, and `extra`."
-    p = next(model.parameters())
-    own = dict(model_class=type(model).__name__, dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device))
+    "The probe's record, the model's class, dtype, device and sliding windows (None: no layer has one), and `extra`."
+    p, windows = next(model.parameters()), layer_windows(model.config)
+    own = dict(model_class=type(model).__name__, dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device),
+               window=windows if any(w is not None for w in windows) else None)
     return info | own | extra
 
 def _check_flags(**flags):
     "Each flag True or False (`add_bos` may also be None)."
     for name, v in flags.items(): check_bool(v, name, allow_none=name == 'add_bos')
+
+# %% ../nbs/17_hf.ipynb #0861f1a6
+def _check_probe(probe, route, device, texts, eps, n, seed, T) -> tuple[float, int, int, int]:
+    "`measure`'s probe arguments checked: eps, n, seed, and a T at which Sink_1 can tell a sink from chance."
+    check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
+    eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
+    return eps, n, seed, check_probe_length(check_int(T, 'T', 2), eps)
+
+# %% ../nbs/17_hf.ipynb #6651d014
+def window_problem(config, T:int, eps:float=0.3, divisor:str='reference') -> str|None:
+    "Why Sink_1 at T tokens would say nothing about a model with this config (its windows cap it, or chance passes ε)."
+    why = key_problems(T, layer_windows(config), divisor=divisor, eps=eps).get(1)
+    return why and f"Sink_1 at T = {T} would say nothing about the model: {why}"
+
+def _check_T(config, T:int, allow_longer:bool, eps:float, divisor:str):
+    "T within the model's positions, and Sink_1 at T able to vary under its windows: refused before the weights load."
+    check_length(config, T, allow_longer)
+    if why := window_problem(config, T, eps, divisor): raise ValueError(why)
 
 # %% ../nbs/17_hf.ipynb #88c2b604
 def measure(
@@ -450,24 +497,23 @@ def measure(
     progress:bool=True,           # tqdm bar over batches
     allow_longer:bool=False,      # let a RoPE model run past its max_position_embeddings
     head_stats=(),                # names in head_stats.HEAD_STATISTICS: per-head statistics in `stats`, (N, L, H, ...)
+    divisor:str='reference',      # α's divisor (`metrics.importance`): T - j, or the queries that see the key
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
-    check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
-    eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
-    T = check_probe_length(check_int(T, 'T', 2), eps)          # Sink_1 at ε must be able to tell a sink from chance
+    eps, n, seed, T = _check_probe(probe, route, device, texts, eps, n, seed, T)   # before anything loads
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
-    head_stats = tuple(select_head_stats(head_stats))                   # refused before anything loads
+    meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    check_length(config, T, allow_longer); tok = load_tokenizer(tokenizer, model_or_id)
+    _check_T(config, T, allow_longer, eps, divisor); tok = load_tokenizer(tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
-    alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, head_stats=head_stats)
+    alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, **meter)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
     meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,
-                     allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3),
+                     allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3), divisor=divisor,
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, metadata=meta, stats=stats, pattern=pattern_from_hf(model, ids, route=route))
 
@@ -480,7 +526,7 @@ def measure_many(
     eps:float=0.3,                # threshold of the reported Sink_1
     **kwargs,                     # T, n, dtype, device, batch_size, texts, ...: passed to `measure`
 ) -> pd.DataFrame:                # model, family, params, probe, T, N, sink1, paper, route, seconds, status
-    "Sink_1 of several models and probes in one table; models that can't be loaded are skipped and reported."
+    "Sink_1 of several models and probes in one table; a model that can't be loaded or can't vary Sink_1: its reason."
     for p in probes: check_choice(p, 'probes', PROBES)
     rows, tokenizer, load = [], kwargs.pop('tokenizer', None), {k: kwargs.pop(k, None) for k in ('dtype', 'device')}
     todo = list(OPEN_MODELS) if ids is None else list(ids)
@@ -491,6 +537,9 @@ def measure_many(
         except Exception as e:
             why = f'skipped: {type(e).__name__}: {str(e).splitlines()[0][:200]}'
             rows += [base | dict(probe=p, paper=ref.get(p), status=why) for p in probes]
+            continue
+        if why := window_problem(model.config, kwargs.get('T', 64), eps, kwargs.get('divisor', 'reference')):
+            rows += [base | dict(probe=p, paper=ref.get(p), status=f'refused: {why}') for p in probes]
             continue
         for p in probes:
             r = measure(model, tok, probe=p, eps=eps, **kwargs)

@@ -19,7 +19,7 @@ from .data import probe_batch
 
 # %% auto #0
 __all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'check_device', 'load_config', 'load_tokenizer', 'load_model',
-           'check_length', 'check_texts', 'model_probe']
+           'check_length', 'layer_windows', 'check_texts', 'model_probe']
 
 # %% ../nbs/16_hf_load.ipynb #5106c36a
 class ModelSource(NamedTuple):
@@ -142,6 +142,27 @@ def check_length(config, T:int, allow_longer:bool):
                          "allow_longer=True to run this RoPE model past its training length")
     raise ValueError(f"`T`={T} is longer than the model's max_position_embeddings={limit}: {type(c).__name__} has a "
                      f"table of {limit} absolute positions, so lower `T` (allow_longer applies to RoPE models only)")
+
+# %% ../nbs/16_hf_load.ipynb #fd0e8679
+_WINDOWED = {'full_attention': False, 'sliding_attention': True}   # layer types whose visible keys a window describes
+_GPT_NEO = {'global': 'full_attention', 'local': 'sliding_attention'}
+
+def layer_windows(config) -> list[int|None]:
+    "Per layer, the sliding window its queries attend over (keys j with i - w < j <= i), or None for all earlier keys."
+    c = config.get_text_config()
+    L, window = c.num_hidden_layers, getattr(c, 'sliding_window', None)
+    if getattr(c, 'use_sliding_window', True) is False: window = None       # a Qwen2-style switch, off
+    types = getattr(c, 'layer_types', None)
+    if types is None and isinstance(kinds := getattr(c, 'attention_layers', None), list):   # GPT-Neo: global, local
+        window, types = getattr(c, 'window_size', None), [_GPT_NEO.get(k, k) for k in kinds]
+    if window is not None and (type(window) is not int or window < 1):
+        raise ValueError(f"{type(c).__name__}.sliding_window must be an integer >= 1 or None, got {window!r}")
+    if types is None: return [window] * L                                 # Mistral, Mixtral, Phi-3: every layer
+    if len(types) != L or (odd := sorted(set(types) - set(_WINDOWED))):
+        what = f"layer types {odd}" if len(types) == L else f"{len(types)} layer types for {L} layers"
+        raise ValueError(f"{type(c).__name__} declares {what}: sink_nb measures layers of 'full_attention' or "
+                         "'sliding_attention' only, where a window says which keys each query sees")
+    return [window if _WINDOWED[t] else None for t in types]
 
 # %% ../nbs/16_hf_load.ipynb #57afb47d
 def check_texts(texts):

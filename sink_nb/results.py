@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_results.ipynb #7b08f32f
 from __future__ import annotations
-import hashlib, json, math, warnings
+import hashlib, json, math, numbers, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -14,12 +14,12 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import uniform_first_alpha
+from .attention import uniform_first_alpha, visible
 from .checks import check_choice, check_eps, check_int
-from .metrics import check_alpha, sink_rate
+from .metrics import DIVISORS, check_alpha, sink_rate
 
 # %% auto #0
-__all__ = ['HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'first_key_problem']
+__all__ = ['HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling', 'key_problems']
 
 # %% ../nbs/04_results.ipynb #f001b2c7
 @dataclass(eq=False)
@@ -29,7 +29,7 @@ class SinkResult:
     tokens:list|None = None                           # N lists of T token strings, or None
     name:str = ''                                     # model or config name
     n_slots:int = 0                                   # virtual key slots (and a sink token) before the first token
-    metadata:dict = field(default_factory=dict)       # JSON-serialisable: probe, eps, backend, dtype, ...
+    metadata:dict = field(default_factory=dict)       # JSON-serialisable: probe, eps, backend, dtype, window, ...
     stats:dict = field(default_factory=dict)          # activation statistics (see `SinkMeter`)
     pattern:Callable|None = field(default=None, repr=False)   # (sample, layer, head) -> weights; not saved
 
@@ -43,11 +43,23 @@ class SinkResult:
         self.stats = {name: v.detach().cpu() for name, v in self.stats.items()}
         if self.pattern is not None and not callable(self.pattern):
             raise ValueError("`pattern` must be a callable (sample, layer, head) -> weights, or None")
+        if not isinstance(self.metadata, dict): raise ValueError(f"`metadata` must be a dict, got {self.metadata!r}")
+        check_windows(self.metadata.get('window'), self.L)
 
     N = property(lambda self: self.alpha.shape[0])
     L = property(lambda self: self.alpha.shape[1])
     H = property(lambda self: self.alpha.shape[2])
     T = property(lambda self: self.alpha.shape[3] - self.n_slots)
+
+# %% ../nbs/04_results.ipynb #9c312700
+def check_windows(window, L:int) -> list[int|None]:
+    "`window` (one for every layer, or a list of one per layer; None: no window) as a list of L windows, checked."
+    windows = list(window) if isinstance(window, (list, tuple)) else [window] * L
+    whole = lambda w: isinstance(w, numbers.Integral) and not isinstance(w, bool) and w >= 1
+    if len(windows) != L or not all(w is None or whole(w) for w in windows):
+        raise ValueError(f"`window` must be None, an integer >= 1, or a list of {L} of them (one per layer), got "
+                         f"{window!r}")
+    return [None if w is None else int(w) for w in windows]
 
 # %% ../nbs/04_results.ipynb #a8811810
 _BY_DIMS = {None: (0, 1, 2), 'sample': (1, 2), 'layer': (0, 2), 'head': (0,)}
@@ -65,29 +77,75 @@ def first_key_problem(T:int, window:int|None=None, prefix:int=0, divisor:str='re
                 + (", or the reference divisor" if divisor != 'reference' else ''))
     return None
 
+def key_ceiling(T:int, window:int|None=None, prefix:int=0, divisor:str='reference') -> Tensor:
+    "(T,): the largest α each real key can reach; below 1 only under the reference divisor with a sliding window."
+    if not window or divisor != 'reference': return torch.ones(T, dtype=torch.float64)
+    after = torch.arange(T, 0, -1, dtype=torch.float64)                          # T - j queries from key j on
+    return (after.clamp(max=window) / after).masked_fill(torch.arange(T) < prefix, 1.)   # prefix keys: seen by all
+
+# %% ../nbs/04_results.ipynb #23b8be2c
+def _even_first_alpha(T:int, window:int|None, prefix:int, divisor:str) -> float:
+    "α of the first real token behind a sink token when every query spreads its attention evenly over what it sees."
+    i, j = torch.arange(1, T + 1), torch.arange(T + 1)                   # real queries; the sink token is key 0
+    vis = visible(i[:, None], j[None, :], window, prefix + 1).double()    # (T, 1 + T): it is one more prefix key
+    seen = vis[:, 1]                                                      # the queries that see the first real key
+    return ((seen / vis.sum(1)).sum() / (T if divisor == 'reference' else seen.sum())).item()
+
+def _chance_problem(T:int, window:int|None, prefix:int, divisor:str, eps:float, sink_token:bool) -> str|None:
+    "Why an evenly spreading head already passes ε on the first real key (behind a sink token too); None if not."
+    if not sink_token: return first_key_problem(T, window, prefix, divisor, eps)
+    if (chance := _even_first_alpha(T, window, prefix, divisor)) <= eps: return None
+    return (f"a head spreading its attention evenly over the sink token and the keys it sees already has α₁ = "
+            f"{chance:.3g} > ε = {eps} at T = {T}" + (f" with a window of {window} keys" if window else '')
+            + f" ({divisor} divisor), so Sink_1 counts heads that do not sink: measure with a longer T"
+            + (" or a wider window, or the reference divisor" if divisor != 'reference' else ''))
+
+def _longest_T(window:int, eps:float, k:int) -> int:
+    "The longest T at which key k's ceiling min(window, T')/T' (T' = T - k + 1) stays above ε."
+    n = int(window / eps)
+    while window / n <= eps: n -= 1                                             # w / ε a whole number: one less
+    return n + k - 1
+
+def key_problems(
+    T:int,                        # real tokens of the probe
+    window=None,                  # the sliding window: None, one for every layer, or a list of one per layer
+    prefix:int=0,                 # prefix-LM keys that every query sees
+    divisor:str='reference',      # α's divisor (`metrics.importance`)
+    eps:float=0.3,                # the threshold of Sink_k
+    sink_token:bool=False,        # a learnt sink token before the first real one, seen by every query
+    chance:bool=True,             # also refuse Sink_1 where an evenly spreading head passes ε
+) -> dict[int, str]:              # k (from 1) -> why Sink_k^ε says nothing about the model
+    "Real keys k whose Sink_k^ε a window (of any layer) caps at ε or below, or chance alone passes: k -> why."
+    T, eps = check_int(T, 'T', 1), check_eps(eps); check_choice(divisor, 'divisor', DIVISORS)
+    windows = window if isinstance(window, (list, tuple)) else [window]
+    windows, out = check_windows(windows, len(windows)), {}
+    for w in sorted(set(windows), key=lambda w: (w is None, w or 0)):           # the narrowest window first
+        where = f" in layers {[l for l, x in enumerate(windows) if x == w]} of {len(windows)}" \
+            if len(set(windows)) > 1 else ''
+        for k, c in enumerate(key_ceiling(T, w, prefix, divisor).tolist(), 1):
+            if c > eps or k in out: continue
+            out[k] = (f"the reference divisor caps α_{k} at {c:.3g} <= ε = {eps} with a window of {w} keys at T = "
+                      f"{T}{where}, so Sink_{k} is 0 by construction: measure with divisor='visible', or T <= "
+                      f"{_longest_T(w, eps, k)}")
+        if chance and 1 not in out and (why := _chance_problem(T, w, prefix, divisor, eps, sink_token)):
+            out[1] = why + where
+    return dict(sorted(out.items()))
 
 # %% ../nbs/04_results.ipynb #20b93f03
 @patch
 def alpha_ceiling(self:SinkResult) -> Tensor:
-    "(T,): the largest α each real key can reach; below 1 only under the reference divisor with a sliding window."
-    window, T = self.metadata.get('window'), self.T
-    if not window or self.metadata.get('divisor', 'reference') != 'reference': return torch.ones(T, dtype=torch.float64)
-    after = torch.arange(T + int(bool(self.metadata.get('sink_token'))), 0, -1, dtype=torch.float64)[-T:]  # T - j
-    ceiling = after.clamp(max=window) / after
-    return ceiling.masked_fill(torch.arange(T) < self.metadata.get('prefix', 0), 1.)     # prefix keys: seen by all
+    "(T,): the largest α each real key can reach in all layers; below 1 only under the reference divisor with a window."
+    md = self.metadata
+    ceilings = [key_ceiling(self.T, w, md.get('prefix', 0), md.get('divisor', 'reference'))
+                for w in set(check_windows(md.get('window'), self.L))]
+    return torch.stack(ceilings).amin(0)
 
 @patch
 def rate_problems(self:SinkResult, eps:float=0.3) -> dict[int, str]:
     "Real keys k (from 1) whose Sink_k^ε this measurement cannot vary, or chance alone passes: k -> why."
-    out = {k + 1: f"the reference divisor caps α_{k + 1} at {c:.3g} <= ε = {eps} with a window of "
-                  f"{self.metadata['window']} keys at T = {self.T}: measure with divisor='visible', or a T <= "
-                  "window / ε"
-           for k, c in enumerate(self.alpha_ceiling().tolist()) if c <= eps}
-    if 'window' in self.metadata and not self.metadata.get('sink_token') and 1 not in out:   # a SinkLM's own result
-        why = first_key_problem(self.T, self.metadata['window'], self.metadata.get('prefix', 0),
-                                self.metadata.get('divisor', 'reference'), eps)
-        if why: out[1] = why
-    return out
+    md = self.metadata                                  # the chance rule: results that record their window (measured)
+    return key_problems(self.T, check_windows(md.get('window'), self.L), md.get('prefix', 0),
+                        md.get('divisor', 'reference'), eps, bool(md.get('sink_token')), chance='window' in md)
 
 @patch
 def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> float|Tensor:
@@ -98,7 +156,6 @@ def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> floa
     rates = sink_rate(real, eps, None) if by is None else 100 * (real > eps).double().mean(_BY_DIMS[by])
     rates[..., [j - 1 for j in problems]] = math.nan                          # (T,), (dim, T) or (L, H, T)
     return rates if k is None else (rates[..., k - 1].item() if by is None else rates[..., k - 1])
-
 
 # %% ../nbs/04_results.ipynb #b6763c8b
 @patch

@@ -112,7 +112,7 @@ class Evaluation(NamedTuple):
     lr:float                 # learning rate at the step
     loss:float|None          # mean training loss since the evaluation before (None at step 0)
     val_loss:float           # validation loss on the run's evaluation data
-    sink:dict                # {k: Sink_k (%)}, k = 1..sink_k, at the run's ε, on the run's probe
+    sink:dict                # {k: Sink_k (%)}, k = 1..sink_k, at the run's ε, on the run's probe; None: cannot vary
     sink_star:float|None     # Sink* (%) on slot 0, for models with a slot
     time:float|None          # seconds of training so far
 
@@ -140,8 +140,12 @@ def parse_record(rec) -> Evaluation|Event:
         raise ValueError(f"`sink` must map k = 1, 2, ... to Sink_k (%), got {str(sink)[:40]}")
     number = lambda name, lo=None, hi=None, none=False: _number(rec.get(name), name, lo, hi, none)
     return Evaluation(step, check_int(rec.get('tokens'), 'tokens', 0), number('lr', 0), number('loss', none=True),
-                      number('val_loss'), {int(k): _number(v, f'sink.{k}', 0, 100) for k, v in sink.items()},
-                      number('sink_star', 0, 100, True), number('time', 0, none=True))
+                      number('val_loss'), {int(k): _rate(v, f'sink.{k}') for k, v in sink.items()},
+                      _rate(rec.get('sink_star'), 'sink_star'), number('time', 0, none=True))
+
+def _rate(v, name:str) -> float|None:
+    "A logged rate (%): None for null or a non-finite number (it could not vary, or an older sink_nb wrote NaN)."
+    return None if isinstance(v, float) and not math.isfinite(v) else _number(v, name, 0, 100, none=True)
 
 # %% ../nbs/10_runs.ipynb #cad7f289
 def _read_log(path:Path, quiet:bool=False) -> Iterator[Evaluation|Event]:
@@ -358,18 +362,41 @@ def save_result(self:Run, result:SinkResult, step:int):
 # %% ../nbs/10_runs.ipynb #76534109
 @patch
 def write_summary(self:Run, summary:dict):
-    "Write the finished run's summary, stamped with the settings' fingerprint."
-    self._write(self.SUMMARY, lambda path: path.write_text(json.dumps(summary | dict(config=self.fingerprint()),
-                                                                          indent=1)))
+    "Write the finished run's summary, stamped with the settings' fingerprint; strict JSON (NaN or inf: null)."
+    text = _strict_json(summary | dict(config=self.fingerprint()), indent=1)
+    self._write(self.SUMMARY, lambda path: path.write_text(text))
+
+def _strict_json(record, **kwargs) -> str:
+    "`record` as strict JSON, which every reader parses: a NaN or inf is written as null (no number)."
+    return json.dumps(_finite(record), allow_nan=False, **kwargs)
+
+def _finite(x):
+    "`x` with every NaN or inf float, in dicts and lists at any depth, replaced by None."
+    if isinstance(x, float): return x if math.isfinite(x) else None
+    if isinstance(x, dict): return {k: _finite(v) for k, v in x.items()}
+    return [_finite(v) for v in x] if isinstance(x, (list, tuple)) else x
+
+_SUMMARY_BYTES = 1_000_000                 # a summary is a few hundred bytes; status reads it often
+
+@patch
+def _read_summary(self:Run) -> tuple[dict|None, str|None]:
+    "The finished run's summary, or None and why not (None when there is no summary file)."
+    path, ckpts = self.path / self.SUMMARY, self.checkpoints
+    if not (path.exists() or path.is_symlink()): return None, None
+    if not plain_file(path): return None, f"{path} is not a plain file"
+    if path.stat().st_size > _SUMMARY_BYTES: return None, f"{path} is unreadable (over {_SUMMARY_BYTES:,} bytes)"
+    try: s = json.loads(path.read_text(), parse_constant=lambda name: None)    # an older NaN: no number
+    except (OSError, ValueError, RecursionError) as e: return None, f"{path} is unreadable ({str(e)[:80]})"
+    if not isinstance(s, dict): return None, f"{path} is unreadable (not a JSON object)"
+    if not ckpts or s.get('step') != ckpts[-1]:
+        return None, f"{path} is of step {s.get('step')}, not the last checkpoint's"
+    if s.get('config') != self.fingerprint(): return None, f"{path} was written for other settings than the run's"
+    return s, None
 
 @patch(as_prop=True)
 def summary(self:Run) -> dict|None:
     "The finished run's summary; None when the run has not finished, or was continued or changed since it did."
-    path, ckpts = self.path / self.SUMMARY, self.checkpoints
-    try: s = json.loads(path.read_text()) if plain_file(path) else None
-    except (OSError, ValueError, RecursionError): return None
-    fresh = isinstance(s, dict) and ckpts and s.get('step') == ckpts[-1] and s.get('config') == self.fingerprint()
-    return s if fresh else None
+    return self._read_summary()[0]
 
 # %% ../nbs/10_runs.ipynb #0633abac
 @patch
@@ -469,11 +496,14 @@ def status(self:Run) -> str:
             elif r.kind == 'resumed': resumed.append(str(r.step))
     except ValueError as e: return f'unreadable ({e})'
     last = f"last checkpoint: step {ckpts[-1]}" if ckpts else 'no checkpoint'
+    summary, why = self._read_summary()
     if owner := self._live_owner():
         s = 'starting' if owner.get('starting') else f"running (process {owner['pid']} on {owner['host']})"
     elif stop: s = f"stopped at step {stop.step}: {stop.detail.get('what', 'not finite')} ({last})"
     elif seen > steps: s = f"inconsistent: its log runs to step {seen}, past the {steps} steps it is set to ({last})"
-    elif self.summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
+    elif summary is not None and ckpts[-1] == steps: s = f'complete at step {steps}'
+    elif why and ckpts[-1:] == [steps]:
+        s = f"trained to step {steps} of {steps}, but its summary is not: {why} ({last})"
     else: s = f"interrupted at step {max([seen] + ckpts[-1:])} of {steps} ({last})"
     return s + (f"; resumed at step {', '.join(resumed)}" if resumed else '')
 
@@ -499,10 +529,11 @@ def check_resume(self:Run, config:dict, allowed=()) -> dict:
 # %% ../nbs/10_runs.ipynb #8932eb0e
 @patch
 def log(self:Run, record:dict):
-    "Append one evaluation or event to the run's log; a full disk is named."
+    "Append one evaluation or event to the run's log, as strict JSON (NaN or inf: null); a full disk is named."
+    line = _strict_json(record) + '\n'
     self._record(self.METRICS)
     try:
-        with open(self.path / self.METRICS, 'a') as f: f.write(json.dumps(record) + '\n')
+        with open(self.path / self.METRICS, 'a') as f: f.write(line)
     except OSError as e:
         if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while logging to {self.path}") from None
         raise

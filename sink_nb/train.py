@@ -20,7 +20,7 @@ from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .checks import eval_mode
-from .results import first_key_problem
+from .results import key_problems
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
 from .runs import EvalSet, Run
@@ -179,7 +179,8 @@ def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autoca
         losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
         res = measure_model(model, evals.probe.to(device), activations=False, divisor=cfg.divisor)
     rates = res.rate(k=None, eps=cfg.eps)[:cfg.sink_k]
-    out = dict(val_loss=float(np.mean(losses)), sink={str(k + 1): round(float(r), 4) for k, r in enumerate(rates)})
+    sink = {str(k + 1): round(float(r), 4) if math.isfinite(r) else None for k, r in enumerate(rates)}   # None: capped
+    out = dict(val_loss=float(np.mean(losses)), sink=sink)
     if res.n_slots: out['sink_star'] = round(res.slot_rate(cfg.eps), 4)
     return out | dict(_result=res)
 
@@ -212,8 +213,8 @@ def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
         if T > model_cfg.block_size:
             raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
                              f"{name} or raise block_size")
-    why = first_key_problem(cfg.probe_T, model_cfg.window, model_cfg.prefix, cfg.divisor, cfg.eps)
-    if why and not model_cfg.sink_token:                  # the log's Sink_1 would describe the setting, not the model
+    why = key_problems(cfg.probe_T, model_cfg.window, model_cfg.prefix, cfg.divisor, cfg.eps, model_cfg.sink_token)
+    if why := why.get(1):                      # the log's Sink_1 would describe the setting, not the model
         raise ValueError(f"Sink_1 on probe_T={cfg.probe_T} tokens would say nothing about the model: {why} "
                          "(probe_T, divisor)")
     for flag in ('tensorboard', 'wandb'):

@@ -19,18 +19,18 @@ from .checkpoints import checkpoint_state
 from .checks import check_eps, check_int, eval_mode
 from .corpora import local_path
 from .hf import measure_ids
-from .hf_load import ModelSource, load_model, model_probe
+from .hf_load import ModelSource, layer_windows, load_model, model_probe
 from .head_stats import induction_probe, select_head_stats
 from .metrics import first_token_norm_ratio, meter_batches
-from .results import SinkResult
+from .results import SinkResult, key_problems
 from .model import SinkLM, n_positions
 from .runs import Run
 
 # %% auto #0
-__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'measure_stats',
-           'hidden_size', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint', 'parse_progress',
-           'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes', 'run_probes',
-           'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
+__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'check_probes_fit',
+           'measure_stats', 'hidden_size', 'rate_settings', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint',
+           'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
+           'run_probes', 'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
 
 # %% ../nbs/26_trajectory.ipynb #62896082
 @dataclass
@@ -69,8 +69,7 @@ def trajectory(
         if probes is None:
             probes = run_probes(run, T, n, seed, eps) if run else hf_probes(tokenizer, model.config, T, n or 16, texts,
                                                                              seed)
-            if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
-                raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {p.label}")
+            check_probes_fit(p, model, probes, eps)                      # before any pass
         stats = measure_point(p, model, probes, eps, batch_size, [r['label'] for r in rows], head_stats)
         rows.append(dict(label=p.label, source=str(p.source), revision=p.source.revision, step=p.step,
                          tokens=tokens) | stats)
@@ -79,6 +78,14 @@ def trajectory(
                 probe=probes.info)
     if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
     return Trajectory(rows, meta)
+
+def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
+    "The probes within the model's positions, and Sink_1 on them able to vary (a window's cap, or chance passing ε)."
+    if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
+        raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {point.label}")
+    T, settings = probes.text.shape[1], rate_settings(model, probes.info.get('divisor', 'reference'))
+    if why := key_problems(T, eps=eps, **settings).get(1):          # as `compare` refuses it
+        raise ValueError(f"Sink_1 of {point.label} on T = {T} tokens cannot vary: {why}")
 
 # %% ../nbs/26_trajectory.ipynb #666f0a41
 def measure_stats(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
@@ -111,6 +118,14 @@ def hidden_size(model) -> int:
     return model.config.get_text_config().hidden_size
 
 # %% ../nbs/26_trajectory.ipynb #fd49892e
+def rate_settings(model, divisor:str='reference') -> dict:
+    "What decides which Sink_k of `model` can vary (`results.key_problems`): windows, prefix, sink token, divisor."
+    if not isinstance(model, SinkLM):
+        windows = layer_windows(model.config)
+        return dict(window=windows if any(w is not None for w in windows) else None, divisor=divisor)
+    c = model.config
+    return dict(window=c.window, prefix=c.prefix, sink_token=c.sink_token, divisor=divisor)
+
 def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict, eps:float=0.3,
                     batch_size:int=16, route:str='auto', divisor:str='reference', head_stats=()) -> dict:
     "Sink, circuit, massive-activation and entropy statistics of one model: scalars and their per-layer arrays."
@@ -128,7 +143,8 @@ def formation_stats(model, text_ids:Tensor, induction_ids:Tensor, diagonals:dict
     entropy = st['residual_entropy'].mean(0)[1:]
     ind, prev = circ['induction'].mean(0), circ['previous_token'].mean(0)      # (L, H)
     (ind_max, ind_head), (prev_max, prev_head) = _strongest_head_score(ind), _strongest_head_score(prev)
-    return dict(sink1=round(SinkResult(alpha, n_slots=n_slots).rate(k=1, eps=eps), 2),
+    result = SinkResult(alpha, n_slots=n_slots, metadata=rate_settings(model, divisor))   # refuses what cannot vary
+    return dict(sink1=round(result.rate(k=1, eps=eps), 2),
                 first_share_worst=round(first.max().item(), 4), first_share_mean=round(first.mean().item(), 4),
                 first_share_layer=int(first.argmax()), induction_max=ind_max, induction_head=ind_head,
                 previous_max=prev_max, previous_head=prev_head,
@@ -265,10 +281,9 @@ def check_one_architecture(points:list[Checkpoint]) -> list[dict]:
             what = f"revision {p.source.revision!r} of {p.source}" if p.source.revision else p.source
             raise ValueError(f"cannot read {what}: {str(e).splitlines()[0][:300]} (offline, only what the hub "
                              "cache holds can be read)") from None
-        found.append({k: getattr(config, k, None) for k in ARCHITECTURE})
-        if found[-1] != found[0]:
-            diff = ', '.join(f"{k}: {a} vs {b}" for k, a, b in zip(ARCHITECTURE, found[0].values(), found[-1].values())
-                             if a != b)
+        found.append({k: getattr(config, k, None) for k in ARCHITECTURE} | dict(windows=layer_windows(config)))
+        if found[-1] != found[0]:                     # windows too: they decide what Sink_1 can reach
+            diff = ', '.join(f"{k}: {a} vs {found[-1][k]}" for k, a in found[0].items() if a != found[-1][k])
             raise ValueError(f"mixed architectures: {points[0].label} and {p.label} differ ({diff}); a trajectory "
                              "follows one model through training")
     return found
