@@ -211,7 +211,7 @@ def token_labels(
         raise ValueError("`tokens` must be a list of token pieces (str), e.g. `SinkResult.tokens[i]`; got "
                          f"{type(tokens).__name__}")
     pieces = list(tokens)                                       # a generator is read once, here
-    if odd := sorted({type(t).__name__ for t in pieces} - {'str'}):
+    if odd := sorted({type(t).__name__ for t in pieces if not isinstance(t, str)}):
         raise ValueError(f"`tokens` must be a list of token pieces (str), e.g. `SinkResult.tokens[i]`; got "
                          f"{type(tokens).__name__} holding {odd}")
     byte_level = set(''.join(pieces)) <= _BYTE_LEVEL                # no ▁ and no plain space: byte-level BPE

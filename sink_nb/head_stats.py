@@ -99,7 +99,7 @@ def _diagonal_sums(b:Block, offsets:tuple, first:int) -> Tensor:
 
 def diagonal_stat(name:str, offset:int, first:int) -> HeadStat:
     "The mean share on one diagonal: over queries i ≥ `first`, the share of key i − `offset` (`induction_probe`)."
-    if not (isinstance(offset, int) and isinstance(first, int) and 1 <= offset <= first):
+    if not (type(offset) is int and type(first) is int and 1 <= offset <= first):      # not a bool
         raise ValueError(f"diagonal {name!r} must be (offset, first query) with 1 <= offset <= first, got "
                          f"({offset!r}, {first!r})")
     def finish(total:Tensor, T:int) -> Tensor:
@@ -114,7 +114,7 @@ HEAD_STATISTICS['near_share'] = HeadStat(
     lambda b: _diagonal_sums(b, tuple(range(NEAR)), NEAR),
     lambda total, T: total / (T - NEAR) if T > NEAR else torch.full_like(total, math.nan),
     total=(f'near_share(d<{NEAR})', f'attention share within the last {NEAR} keys (distances 0..{NEAR - 1}), mean over '
-           f'queries i >= {NEAR}'))
+           f'queries i >= {NEAR} (NaN if T <= {NEAR})'))
 
 # %% ../nbs/02_head_stats.ipynb #4e6f8a0b
 def head_stat_column(

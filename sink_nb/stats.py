@@ -83,6 +83,9 @@ def curve_summary(curve, threshold:float=10.0) -> dict:
     "A run's statistic over its evaluations [(step, value), ...]: final, peak and its step, mean, onset > `threshold`."
     if not (_is_number(threshold) and math.isfinite(threshold)):
         raise ValueError(f"`threshold` must be a finite number, got {threshold!r}")
+    curve = [] if isinstance(curve, (str, bytes)) else list(curve)       # a generator is read once, here
+    if odd := [p for p in curve if not (isinstance(p, (tuple, list)) and len(p) == 2)]:
+        raise ValueError(f"`curve` must be (step, value) pairs, got {odd[0]!r}")
     points = sorted((check_int(s, 'step', 0), float(v)) for s, v in curve)
     if not points: raise ValueError("`curve` is empty: a summary needs at least one evaluation")
     if not all(math.isfinite(v) for _, v in points): raise ValueError(f"`curve` has a non-finite value: {points}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/19_stream.ipynb #d1d70e57
 from __future__ import annotations
-import math
+import math, numbers
 from dataclasses import dataclass
 from typing import Callable
 
@@ -50,7 +50,7 @@ def policy_of(name:str) -> Policy:
 
 def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     "Positions of the tokens whose keys the cache holds when the token at position t (0-based) is read."
-    keep = list(policy_of(policy).keep(t, window, sinks))
+    keep = [int(p) if isinstance(p, numbers.Integral) else p for p in policy_of(policy).keep(t, window, sinks)]
     if not (keep and keep[-1] == t and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))
             and isinstance(t, int)):
         raise ValueError(f"policy {policy!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; a "
@@ -210,6 +210,8 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
         raise ValueError(f"`policies` must be a non-empty list of {list(POLICIES)}, got {policies!r}")
     if len(set(policies)) < len(policies): raise ValueError(f"`policies` names a policy twice: {list(policies)}")
+    if taken := [p for p in policies if p in ('first', 'last', 'positions')]:           # a table row's own columns
+        raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
     for p in policies: check_stream_args(p, window, sinks, T, n_positions)
     check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
     grid = _study_grid(T, policies, every)
