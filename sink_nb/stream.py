@@ -95,21 +95,31 @@ def rerotate_keys(keys:Tensor, shift:int|Tensor, rotary:nn.Module) -> Tensor:
     return keys * cos + rotate_half(keys) * sin
 
 # %% ../nbs/19_stream.ipynb #78b5dd79
+def _layer_cut(n:int, held:list[int], keep:list[int], policy:str) -> tuple[list[int], list[int]]:
+    "(rows to keep, their new places) of a layer holding the last `n` of `held`: a sliding-window layer keeps fewer."
+    index = {p: i for i, p in enumerate(held[len(held) - n:])}
+    want = keep if n == len(held) else keep[-n:]                  # the model's own window: the last n it keeps
+    if lost := [p for p in want if p not in index]:
+        raise ValueError(f"policy {policy!r} keeps position {lost[0]}, whose key the cache dropped earlier"
+                         + (" (the model's own sliding window)" if n < len(held) else '')
+                         + ": a cache cannot bring a key back; compute this policy with `recomputed_nll`")
+    return [index[p] for p in want], list(range(len(keep) - len(want), len(keep)))
+
 def evict_to(cache, held:list[int], keep:list[int], rotary:nn.Module|None, policy:str='') -> list[int]:
     "Cut every layer of `cache`, the keys of positions `held`, to positions `keep`; re-rotate moved keys if `rotary`."
     if keep == held: return held
-    index = {p: i for i, p in enumerate(held)}
-    if lost := [p for p in keep if p not in index]:
-        raise ValueError(f"policy {policy!r} keeps position {lost[0]}, whose key the cache dropped earlier: a cache "
-                         "cannot bring a key back; compute this policy with `recomputed_nll`")
-    old = torch.tensor([index[p] for p in keep])
-    shift = torch.arange(len(keep)) - old                   # <= 0: each key moves back by the keys dropped before it
-    moved = (shift != 0).nonzero()[:, 0]
+    where = {p: i for i, p in enumerate(held)}
     for layer in cache.layers:
-        at, to = old.to(layer.keys.device), moved.to(layer.keys.device)
+        rows, places = _layer_cut(layer.keys.shape[-2], held, keep, policy)
+        at = torch.tensor(rows, dtype=torch.long, device=layer.keys.device)
         keys, values = layer.keys[..., at, :], layer.values[..., at, :]
-        if rotary is not None and len(moved): keys[..., to, :] = rerotate_keys(keys[..., to, :], shift[moved], rotary)
+        shift = torch.tensor(places) - torch.tensor([where[keep[i]] for i in places], dtype=torch.long)   # <= 0
+        moved = (shift != 0).nonzero()[:, 0]                 # each key moves back by the keys dropped before it
+        if rotary is not None and len(moved):
+            to = moved.to(keys.device)
+            keys[..., to, :] = rerotate_keys(keys[..., to, :], shift[moved], rotary)
         layer.keys, layer.values = keys, values
+        if hasattr(layer, 'cumulative_length'): layer.cumulative_length = len(keep)   # a sliding layer's masks read it
     return list(keep)
 
 def evict_cache(cache, n_sinks:int, window:int, rotary:nn.Module|None):
