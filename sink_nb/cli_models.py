@@ -111,7 +111,9 @@ def _per_layer(x) -> list[float]:
     return x.transpose(0, 1).flatten(1).float().nanmean(1).tolist()
 
 def _measure_table(res, eps:float, head_stats=()) -> str:
+    "Sink_1 and mean α₁ per layer, the massive-activation ratio, and one column per head statistic, explained below."
     import pandas as pd
+    from sink_nb.head_stats import head_stat_column
     per_layer = res.rate(1, eps, by='layer')
     a1 = res.alpha[..., res.n_slots]
     table = pd.DataFrame({'layer': list(range(res.L)) + ['all'], 'sink1': per_layer.tolist() + [res.rate(1, eps)],
@@ -119,8 +121,12 @@ def _measure_table(res, eps:float, head_stats=()) -> str:
     if 'massive_ratio' in res.stats:
         ratio = res.stats['massive_ratio'][:, 1:].mean(0)                        # blocks' outputs, sample mean
         table['massive_ratio'] = ratio.tolist() + [ratio.mean().item()]
-    for name in head_stats: table[name] = _per_layer(res.stats[name]) + [res.stats[name].float().nanmean().item()]
-    return table.to_string(index=False, float_format=lambda v: f'{v:.2f}')
+    legend = []
+    for name in head_stats:                      # one number per head: 16 distances' shares add up to one share
+        column, values, what = head_stat_column(name, res.stats[name])
+        table[column] = _per_layer(values) + [values.float().nanmean().item()]
+        legend.append(f'{column}: {what}; mean over samples and heads')
+    return '\n'.join([table.to_string(index=False, float_format=lambda v: f'{v:.2f}')] + legend)
 
 # %% ../nbs/27_cli_models.ipynb #8eec9452
 def run_measure(args) -> dict:
@@ -128,7 +134,7 @@ def run_measure(args) -> dict:
     check_outputs([p for p in (args.model, args.texts) if p], args.out)      # never into the model folder read
     _not_a_run(args.model, 'measure')
     texts = texts_file(args.texts) if args.texts else None
-    from sink_nb.head_stats import select_head_stats
+    from sink_nb.head_stats import head_stat_column, select_head_stats
     try: select_head_stats(args.stats)                                 # before the model loads
     except ValueError as e: raise SystemExit(f"sink-nb measure: --stats: {e}") from None
     from sink_nb.hf import measure
@@ -145,7 +151,7 @@ def run_measure(args) -> dict:
     print(_measure_table(res, args.eps, args.stats))
     summary = dict(model=res.name, probe=args.probe, T=res.T, N=res.N, skipped=md['skipped'],
                    sink_rate=res.rate(1, args.eps), route=md['route'], seconds=md['seconds'],
-                   head_stats={s: _per_layer(res.stats[s]) for s in args.stats})
+                   head_stats={s: _per_layer(head_stat_column(s, res.stats[s])[1]) for s in args.stats})
     print(f"Sink_1 = {summary['sink_rate']:.2f}%  ({md['route']}: {md['route_reason']}; {md['seconds']:.1f} s)")
     if args.out: print(f"wrote {res.save(args.out)}")
     return summary
@@ -177,7 +183,7 @@ def measure_parser(sub):
     m.add_argument('--stats', nargs='+', default=[], metavar='NAME', 
                    help='per-head statistics by name (sink_nb.head_stats.HEAD_STATISTICS: attn_entropy, zero_share, '
                         'near_share, and any entry registered before the command runs), each printed per layer as '
-                        'its mean over samples and heads and kept in --out')
+                        'its mean over samples and heads (near_share as the share within 16 keys) and kept in --out')
     m.add_argument('--seed', type=int, default=0)
     m.add_argument('--out', type=output_file, help='write the SinkResult to this .safetensors file')
 
@@ -328,24 +334,26 @@ def _stream_inputs(args):
 
 # %% ../nbs/27_cli_models.ipynb #cf821980
 def run_stream(args) -> dict:
-    "The `stream` command: perplexity by position under dense, window, sinks and recompute, on shared positions."
+    "The `stream` command: perplexity by position under each eviction policy (all by default), on shared positions."
     from sink_nb.stream import check_study_args, perplexity_by_position, perplexity_past_window, stream_study
     check_outputs([args.model], args.json, args.chart)
     try:
-        check_study_args(args.T, args.window, args.sinks, args.policies, args.every, args.positions or 'cache',
-                         bins=args.bins)                                      # before minutes of streaming
+        policies = check_study_args(args.T, args.window, args.sinks, args.policies, args.every,
+                                    args.positions or 'cache', bins=args.bins)   # before minutes of streaming
         model, ids = _stream_inputs(args)
-        curves = stream_study(model, ids, args.window, args.sinks, args.policies, args.positions or 'cache', args.every,
+        curves = stream_study(model, ids, args.window, args.sinks, policies, args.positions or 'cache', args.every,
                               progress=not args.quiet)
         rows, past = perplexity_by_position(curves, args.bins), perplexity_past_window(curves, args.window)
-    except (ValueError, OSError) as e: raise SystemExit(f"sink-nb stream: {e}") from None
-    print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>12}' for p in args.policies))
+    except (ValueError, TypeError, OSError) as e:
+        why = str(e).replace('`policies`', '--policies').replace('`sinks`', '--sinks')      # the flags
+        raise SystemExit(f"sink-nb stream: {why}") from None
+    print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>12}' for p in policies))
     for r in rows + [past]:
-        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>12.3f}" for p in args.policies))
+        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>12.3f}" for p in policies))
     print(f"(perplexity, {len(ids)} tokens; each row compares the policies on the same n positions; last line: every "
           f"position past the window of {args.window})")
     if args.chart:
-        series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows] for p in args.policies}
+        series = {p: [((r['first'] + r['last']) / 2, r[p]) for r in rows] for p in policies}
         save_output(args.chart, svg_chart([dict(series=series, ylabel='perplexity')],
                                         title=f'window {args.window}, sinks {args.sinks}', width=640))
     if args.json:
@@ -361,8 +369,8 @@ def stream_parser(sub):
     s.add_argument('--window', type=int_at_least(1), default=256, help='recent keys kept (default 256)')
     s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens kept by the sinks policy '
                                                                      '(default 4)')
-    s.add_argument('--policies', nargs='+', choices=('dense', 'window', 'sinks', 'recompute'),
-                   default=['dense', 'window', 'sinks', 'recompute'])
+    s.add_argument('--policies', nargs='+', metavar='POLICY', help='eviction policies by name (sink_nb.stream.POLICIES: '
+                   'dense, window, sinks, recompute, and any registered before the command runs; default: all)')
     s.add_argument('--positions', choices=('cache', 'original'),
                    help='RoPE position of a kept key: its place in the cache (default) or in the text')
     s.add_argument('--every', type=int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')

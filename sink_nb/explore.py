@@ -7,6 +7,7 @@ from __future__ import annotations
 import io, json, re
 from contextlib import contextmanager
 from functools import lru_cache, partial
+from collections.abc import Iterable
 from typing import Callable
 
 import altair as alt
@@ -206,11 +207,13 @@ def token_labels(
     tokenizer=None,  # the tokenizer that made them; given, each piece's id comes along
 ) -> pd.DataFrame:
     "Pieces as a reader reads them (`token`: ␣ space, ⏎ newline, ⇥ tab), beside the raw `piece` and its `id`."
-    if isinstance(tokens, (str, bytes)) or not all(isinstance(t, str) for t in tokens):
+    if isinstance(tokens, (str, bytes, set, frozenset, dict)) or not isinstance(tokens, Iterable):   # unordered too
         raise ValueError("`tokens` must be a list of token pieces (str), e.g. `SinkResult.tokens[i]`; got "
-                         f"{type(tokens).__name__}" + ('' if isinstance(tokens, (str, bytes)) else ' holding '
-                                                        f"{sorted({type(t).__name__ for t in tokens} - {'str'})}"))
-    pieces = list(tokens)
+                         f"{type(tokens).__name__}")
+    pieces = list(tokens)                                       # a generator is read once, here
+    if odd := sorted({type(t).__name__ for t in pieces if not isinstance(t, str)}):
+        raise ValueError(f"`tokens` must be a list of token pieces (str), e.g. `SinkResult.tokens[i]`; got "
+                         f"{type(tokens).__name__} holding {odd}")
     byte_level = set(''.join(pieces)) <= _BYTE_LEVEL                # no ▁ and no plain space: byte-level BPE
     df = pd.DataFrame(dict(token=[_text(p, byte_level).translate(_MARKS) for p in pieces], piece=pieces))
     if tokenizer is None: return df

@@ -5,6 +5,7 @@
 # %% ../nbs/02_head_stats.ipynb #2769889b
 from __future__ import annotations
 import math
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -15,7 +16,8 @@ from .attention import QK, AttentionSpec, Block, blocks, visible
 from .checks import check_int, check_tensor
 
 # %% auto #0
-__all__ = ['HEAD_STATISTICS', 'NEAR', 'HeadStat', 'diagonal_stat', 'select_head_stats', 'head_totals', 'pattern_block',
+__all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'HeadStat', 'check_head_stat', 'HeadStats',
+           'diagonal_stat', 'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_block',
            'head_stats_from_qk', 'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
 
 # %% ../nbs/02_head_stats.ipynb #bc963b60
@@ -26,6 +28,14 @@ class HeadStat:
     about:str                                  # one line: what it measures, for help texts and tables
     block:Callable[[Block], Tensor]            # a block -> its rows' sum (B, H_kv, G, ...)
     finish:Callable[[Tensor, int], Tensor]     # (the total (B, H, ...), T) -> the statistic (B, H, ...)
+    total:tuple[str, str]|None = None          # D shares per head that add up: (column, what) of their sum in tables
+
+    def __post_init__(self):
+        if not (isinstance(self.name, str) and self.name and self.name.split() == [self.name]):
+            raise ValueError(f"`name` of a HeadStat must be a word (no spaces), got {self.name!r}")
+        if not (isinstance(self.about, str) and callable(self.block) and callable(self.finish)):
+            raise TypeError(f"HeadStat {self.name!r} needs `about` (str), `block` and `finish` (functions), got "
+                            f"{type(self.about).__name__}, {type(self.block).__name__}, {type(self.finish).__name__}")
 
 # %% ../nbs/02_head_stats.ipynb #46941ba5
 def _row_entropy(b:Block) -> Tensor:
@@ -38,12 +48,43 @@ def _zeros_and_seen(b:Block) -> Tensor:
     return torch.stack([((b.weights == 0) & vis).sum((-1, -2)), vis.sum((-1, -2))], -1).double()
 
 # %% ../nbs/02_head_stats.ipynb #37caf7d4
-HEAD_STATISTICS = {s.name: s for s in [
+ACTIVATION_STATS = ('hidden_norm', 'massive_ratio', 'residual_entropy', 'k_norm', 'v_norm', 'qk1_cos', 'qk1_norm',
+                    'head_v_norm', 'head_out_norm')     # what a measurement with activations adds to `stats`
+BUILT_IN_STATS = ('attn_entropy', 'zero_share', 'near_share')   # `SinkResult.heads` and `trajectory` read them
+
+def check_head_stat(name, stat, registered:dict) -> HeadStat:
+    "`stat` if it may be registered as `name`: a HeadStat of that name, neither an activation's nor a built-in's."
+    if not isinstance(stat, HeadStat):
+        raise TypeError(f"HEAD_STATISTICS[{name!r}] must be a HeadStat(name, about, block, finish), got "
+                        f"{type(stat).__name__}")
+    if name != stat.name: raise ValueError(f"a HeadStat is registered under its own name {stat.name!r}, not {name!r}")
+    if name in ACTIVATION_STATS:
+        raise ValueError(f"{name!r} is the name of an activation statistic, which it would replace in every result; "
+                         f"a head statistic may not take any of {list(ACTIVATION_STATS)}")
+    if name in BUILT_IN_STATS and registered.get(name, stat) is not stat:
+        raise ValueError(f"{name!r} is a built-in head statistic (one of {list(BUILT_IN_STATS)}); register yours "
+                         "under a name of its own")
+    return stat
+
+# %% ../nbs/02_head_stats.ipynb #5b7e2c11
+class HeadStats(MutableMapping):
+    "The registry, a dict name -> HeadStat that refuses an entry `check_head_stat` refuses, and removing a built-in."
+    def __init__(self, stats=()): self._stats = {}; self.update({s.name: s for s in stats})
+    def __getitem__(self, name): return self._stats[name]
+    def __setitem__(self, name, stat): self._stats[name] = check_head_stat(name, stat, self._stats)
+    def __delitem__(self, name):
+        if name in BUILT_IN_STATS: raise ValueError(f"{name!r} is a built-in head statistic: it stays registered")
+        del self._stats[name]
+    def __iter__(self): return iter(self._stats)
+    def __len__(self): return len(self._stats)
+    def __repr__(self): return f'HeadStats({sorted(self._stats)})'
+
+HEAD_STATISTICS = HeadStats([
     HeadStat('attn_entropy', "entropy (nats) of each query's attention |A|/Σ|A|, mean over queries", _row_entropy,
              lambda total, T: total / T),
     HeadStat('zero_share', 'share of exactly-zero weights among the keys each query sees', _zeros_and_seen,
              lambda total, T: (total[..., 0] / total[..., 1]).float()),
-]}
+])
 
 # %% ../nbs/02_head_stats.ipynb #6dfc1393
 NEAR = 16    # distances 0..NEAR-1 of the near share (`SinkResult.heads` windows up to this)
@@ -58,7 +99,7 @@ def _diagonal_sums(b:Block, offsets:tuple, first:int) -> Tensor:
 
 def diagonal_stat(name:str, offset:int, first:int) -> HeadStat:
     "The mean share on one diagonal: over queries i ≥ `first`, the share of key i − `offset` (`induction_probe`)."
-    if not (isinstance(offset, int) and isinstance(first, int) and 1 <= offset <= first):
+    if not (type(offset) is int and type(first) is int and 1 <= offset <= first):      # not a bool
         raise ValueError(f"diagonal {name!r} must be (offset, first query) with 1 <= offset <= first, got "
                          f"({offset!r}, {first!r})")
     def finish(total:Tensor, T:int) -> Tensor:
@@ -71,7 +112,23 @@ def diagonal_stat(name:str, offset:int, first:int) -> HeadStat:
 HEAD_STATISTICS['near_share'] = HeadStat(
     'near_share', f'attention share at each distance 0..{NEAR - 1}, mean over queries i >= {NEAR} (NaN if T <= {NEAR})',
     lambda b: _diagonal_sums(b, tuple(range(NEAR)), NEAR),
-    lambda total, T: total / (T - NEAR) if T > NEAR else torch.full_like(total, math.nan))
+    lambda total, T: total / (T - NEAR) if T > NEAR else torch.full_like(total, math.nan),
+    total=(f'near_share(d<{NEAR})', f'attention share within the last {NEAR} keys (distances 0..{NEAR - 1}), mean over '
+           f'queries i >= {NEAR} (NaN if T <= {NEAR})'))
+
+# %% ../nbs/02_head_stats.ipynb #4e6f8a0b
+def head_stat_column(
+    name:str,          # a statistic of a result: a registry entry, a diagonal, ...
+    values:Tensor,     # its values (N, L, H, ...)
+) -> tuple[str, Tensor, str]:   # (column title, (N, L, H), what the column holds)
+    "One number per head of statistic `name` for a table: the sum of shares that add up, else the mean, titled so."
+    stat = HEAD_STATISTICS.get(name)
+    about = stat.about if stat is not None else name
+    if values.ndim <= 3: return name, values, about
+    parts = values.flatten(3)
+    if stat is not None and stat.total: return stat.total[0], parts.sum(-1), stat.total[1]
+    D = parts.shape[-1]
+    return f'{name}(mean of {D})', parts.mean(-1), f'mean of its {D} numbers per head: {about}'
 
 # %% ../nbs/02_head_stats.ipynb #b9d80766
 def select_head_stats(
@@ -88,6 +145,8 @@ def select_head_stats(
     for name, d in (diagonals or {}).items():
         if not (isinstance(d, (tuple, list)) and len(d) == 2):
             raise ValueError(f"`diagonals[{name!r}]` must be (offset, first query), got {d!r}")
+        if name in chosen or name in ACTIVATION_STATS or name in BUILT_IN_STATS:     # one name, one statistic
+            raise ValueError(f"`diagonals` names {name!r}, the name of another statistic; give the diagonal its own")
         chosen[name] = diagonal_stat(name, *d)
     return chosen
 

@@ -4,7 +4,8 @@
 
 # %% ../nbs/21_stats.ipynb #94395b51
 from __future__ import annotations
-import json, math, warnings
+import json, math, numbers, warnings
+from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 
@@ -57,19 +58,40 @@ def load_run(run_dir) -> tuple[SinkLM, SinkConfig, TrainConfig]:
 
 # %% ../nbs/21_stats.ipynb #e7da615c
 def sink_at(result:SinkResult, eps=(0.1, 0.3, 0.5)) -> dict:
-    "Sink_1 (%) and, with a slot, Sink* (%) at each ε."
-    out = {f'sink1@{e}': round(float(result.rate(k=1, eps=e)), 2) for e in eps}
+    "Sink_1 (%) and, with a slot, Sink* (%) at each ε; None where the probe cannot vary Sink_1 (why: 'not_measured')."
+    out, why = {}, {}
+    for e in eps:                                      # one ε the probe cannot vary leaves the others measured
+        if problem := result.rate_problems(e).get(1): out[f'sink1@{e}'], why[f'sink1@{e}'] = None, problem
+        else: out[f'sink1@{e}'] = round(float(result.rate(k=1, eps=e)), 2)
     if result.n_slots: out |= {f'sink*@{e}': round(float(result.slot_rate(e)), 2) for e in eps}
-    return out
+    return out | ({'not_measured': why} if why else {})
 
+# %% ../nbs/21_stats.ipynb #b1d3f5a7
+def _is_number(x) -> bool:
+    "A real number of any kind: int, float, a numpy scalar, a 0-d array or tensor; not a bool."
+    if isinstance(x, (np.ndarray, torch.Tensor)) and x.ndim == 0: x = x.item()
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+def _number(x, name:str) -> float:
+    "`x` as a float, if it is a finite number."
+    if not _is_number(x): raise ValueError(f"`{name}` must be a number, got {type(x).__name__}")
+    if not math.isfinite(x := float(x)): raise ValueError(f"`{name}` must be a finite number, got {x}")
+    return x
 
 # %% ../nbs/21_stats.ipynb #24558b18
 def curve_summary(curve, threshold:float=10.0) -> dict:
     "A run's statistic over its evaluations [(step, value), ...]: final, peak and its step, mean, onset > `threshold`."
+    if not (_is_number(threshold) and math.isfinite(threshold)):
+        raise ValueError(f"`threshold` must be a finite number, got {threshold!r}")
+    curve = [] if isinstance(curve, (str, bytes)) else list(curve)       # a generator is read once, here
+    if odd := [p for p in curve if not (isinstance(p, (tuple, list)) and len(p) == 2)]:
+        raise ValueError(f"`curve` must be (step, value) pairs, got {odd[0]!r}")
     points = sorted((check_int(s, 'step', 0), float(v)) for s, v in curve)
     if not points: raise ValueError("`curve` is empty: a summary needs at least one evaluation")
     if not all(math.isfinite(v) for _, v in points): raise ValueError(f"`curve` has a non-finite value: {points}")
     steps, values = zip(*points)
+    if twice := sorted({s for s in steps if steps.count(s) > 1}):      # which value would be "final" is a guess
+        raise ValueError(f"`curve` has step {twice[0]} more than once: one evaluation per step")
     top = values.index(max(values))                                          # the first step reaching the peak
     return dict(final=values[-1], final_step=steps[-1], peak=values[top], peak_step=steps[top],
                 mean=sum(values) / len(values), onset=next((s for s, v in points if v > threshold), None),
@@ -80,7 +102,6 @@ def onset_summary(onsets:list) -> dict:
     crossed = sorted(s for s in onsets if s is not None)
     return dict(k=len(crossed), n=len(onsets), median_step=float(np.median(crossed)) if crossed else None,
                 text=f"{len(crossed)} of {len(onsets)}" + (f" (median step {np.median(crossed):g})" if crossed else ''))
-
 
 # %% ../nbs/21_stats.ipynb #9816bf3f
 @torch.no_grad()
@@ -243,6 +264,11 @@ def _eviction_note(rows:list[dict]) -> list[str]:
     on = list(dict.fromkeys(r['eviction_on'] for r in rows if r.get('eviction_on')))
     return [f"ppl_*/dense: perplexity with the KV cache evicted as named, over dense, on {'; '.join(on)}"] if on else []
 
+def _not_measured_note(rows:list[dict]) -> list[str]:
+    "A line for each Sink column some run's probe cannot vary: '-' there, and why."
+    why = dict.fromkeys((c, w) for r in rows for c, w in (r.get('not_measured') or {}).items())
+    return [f"{c}: '-' where not measured: {w}" for c, w in why]
+
 def stats_table(rows:list[dict]) -> str:
     "A fixed-width table of `summarise(rows)`, one line per variant, with the step its numbers were measured at."
     summary, columns = summarise(rows), stat_columns(rows)
@@ -257,7 +283,8 @@ def stats_table(rows:list[dict]) -> str:
              "evaluations (peak @ its step; onset: seeds above the threshold of n, @ their median step)"]
     return '\n'.join([head] + [f"{v:<{w}} {s['n']:>2} {step(s):>9} "
                                + ' '.join(f"{_cell(s[c], digits.get(c, 1), peaks(s, c)):>{cw[c]}}" for c in columns)
-                               for v, s in summary.items()] + notes + _eviction_note(rows))
+                               for v, s in summary.items()] + notes + _eviction_note(rows)
+                     + _not_measured_note(rows))
 
 # %% ../nbs/21_stats.ipynb #635818df
 def _t_cdf(t:float, df:float) -> float:
@@ -297,21 +324,31 @@ class Comparison:
         return (f'{side(0)} vs {side(1)}{", paired" if self.paired else ""}: Δ = {f(self.diff)} [{f(self.low)}, '
                 f'{f(self.high)}] ({self.confidence * 100:g} %) → {verdict}')
 
+# %% ../nbs/21_stats.ipynb #6a4d2e8f
 def _group(values, name:str, min_n:int) -> np.ndarray:
+    "One number per seed, as an array: finite numbers, at least `min_n` of them."
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable) or _is_number(values):
+        raise ValueError(f"`{name}` must be a list of numbers (one per seed), got {type(values).__name__}")
+    values = list(values)
+    if odd := [x for x in values if not _is_number(x)]: raise ValueError(f"`{name}` holds {odd[0]!r}, not a number")
     v = np.asarray([float(x) for x in values], dtype=float)
     if len(v) < min_n:
         raise ValueError(f"`{name}` has {len(v)} value(s); a comparison needs at least {min_n} seeds per group")
     if not np.isfinite(v).all(): raise ValueError(f"`{name}` holds a non-finite value: {v.tolist()}")
     return v
 
+# %% ../nbs/21_stats.ipynb #e5b7c9d1
 def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
                    min_n:int=3, paired:bool=False) -> Comparison:
     "Mean difference a − b (b: seeds, or one number) with a Welch t interval (paired: of a_i − b_i), and a verdict."
-    if not 0.5 < confidence < 1: raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
-    if margin is not None and not margin > 0: raise ValueError(f"`margin` must be > 0, got {margin}")
-    x = _group(a, 'a', min_n)
-    fixed = isinstance(b, (int, float))
-    y = np.asarray([float(b)]) if fixed else _group(b, 'b', min_n)
+    if not (_is_number(confidence) and 0.5 < confidence < 1):
+        raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
+    if margin is not None and not (_is_number(margin) and 0 < margin < math.inf):
+        raise ValueError(f"`margin` must be a finite number > 0, got {margin}")
+    if isinstance(names, str) or not (isinstance(names, (tuple, list)) and len(names) == 2):
+        raise ValueError(f"`names` must be two names, a's and b's, got {names!r}")
+    x, fixed = _group(a, 'a', check_int(min_n, 'min_n', 2)), _is_number(b)          # b: one number, or seeds
+    y = np.asarray([_number(b, 'b')]) if fixed else _group(b, 'b', min_n)
     if paired:                                      # two numbers of each run: the interval of their differences
         if fixed or len(x) != len(y): raise ValueError("`paired` needs `a` and `b` of the same runs, in the same order")
         c = compare_groups(x - y, 0.0, names, confidence, margin, min_n)
@@ -328,9 +365,8 @@ def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|N
     if margin is not None and -margin < low and high < margin: direction = '='
     else: direction = '>' if low > 0 else '<' if high < 0 else None
     sd = lambda v: float(v.std(ddof=1))
-    return Comparison(tuple(names), (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
+    return Comparison(tuple(map(str, names)), (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
                       (sd(x), None if fixed else sd(y)), diff, low, high, confidence, margin, direction)
-
 
 # %% ../nbs/21_stats.ipynb #88482501
 def _paper_verdict(ours:str|None, paper:str|None) -> str:
@@ -366,6 +402,8 @@ class Claims:
 # %% ../nbs/21_stats.ipynb #296fff3c
 def check_rerun(fresh:float, saved, what:str, slack:float=0.0) -> str:
     "Where `fresh` lies against the saved seeds, one line; AssertionError outside [min - sd - slack, max + sd + slack]."
+    fresh, slack = _number(fresh, 'fresh'), _number(slack, 'slack')
+    if slack < 0: raise ValueError(f"`slack` must be >= 0: it widens the saved spread, got {slack}")
     v = _group(saved, 'saved', 2)
     sd = float(v.std(ddof=1))
     lo, hi = v.min() - sd - slack, v.max() + sd + slack
@@ -373,7 +411,6 @@ def check_rerun(fresh:float, saved, what:str, slack:float=0.0) -> str:
             f"→ [{lo:.4g}, {hi:.4g}]")
     if not lo <= fresh <= hi: raise AssertionError(f"outside the saved spread: {line}")
     return line
-
 
 # %% ../nbs/21_stats.ipynb #60f8af46
 def variant_labels(runs:list[Run]) -> dict[Run, str]:

@@ -4,7 +4,9 @@
 
 # %% ../nbs/19_stream.ipynb #d1d70e57
 from __future__ import annotations
-import math
+import math, numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn as nn
@@ -15,19 +17,45 @@ from .checks import check_choice, check_int, check_token_ids, eval_mode
 from .model import embedding_rows, n_positions
 
 # %% auto #0
-__all__ = ['POLICIES', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_cache', 'recomputed_nll', 'stream_nll',
-           'check_study_args', 'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids',
-           'load_causal_lm']
+__all__ = ['POLICIES', 'Policy', 'policy_of', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_to', 'evict_cache',
+           'recomputed_nll', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
+           'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
 # %% ../nbs/19_stream.ipynb #de76243a
-POLICIES = ('dense', 'window', 'sinks', 'recompute')
+@dataclass(frozen=True)
+class Policy:
+    "A KV eviction policy: the positions whose keys it keeps when the token at position t is read."
+    name:str
+    about:str                                       # one line, for help texts
+    keep:Callable[[int, int, int], list[int]]       # (t, window, sinks) -> positions kept, ascending, t last
+    cached:bool = True                              # streamed through an evicting KV cache; False: each one recomputed
+
+def _recent(t:int, window:int, sinks:int) -> list[int]: return list(range(max(0, t + 1 - window), t + 1))
+
+POLICIES = {p.name: p for p in [
+    Policy('dense', 'every earlier key (the ordinary cache)', lambda t, window, sinks: list(range(t + 1))),
+    Policy('window', 'the last `window` keys', _recent),
+    Policy('sinks', 'the first `sinks` keys and the last `window` (StreamingLLM)',
+           lambda t, window, sinks: sorted(set(range(min(sinks, t + 1))) | set(_recent(t, window, sinks)))),
+    Policy('recompute', 'the last `window` tokens run from scratch for every prediction', _recent, cached=False),
+]}
+
+# %% ../nbs/19_stream.ipynb #c2e4a6b8
+def policy_of(name:str) -> Policy:
+    "The registered policy `name`."
+    check_choice(name, 'policy', tuple(POLICIES))
+    if not isinstance(p := POLICIES[name], Policy) or p.name != name:
+        raise TypeError(f"POLICIES[{name!r}] must be a Policy named {name!r}, got {p!r}")
+    return p
 
 def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     "Positions of the tokens whose keys the cache holds when the token at position t (0-based) is read."
-    if policy == 'dense': return list(range(t + 1))
-    start = max(0, t + 1 - window)
-    if policy in ('window', 'recompute'): return list(range(start, t + 1))
-    return sorted(set(range(min(sinks, t + 1))) | set(range(start, t + 1)))
+    keep = [int(p) if isinstance(p, numbers.Integral) else p for p in policy_of(policy).keep(t, window, sinks)]
+    if not (keep and keep[-1] == t and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))
+            and isinstance(t, int)):
+        raise ValueError(f"policy {policy!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; a "
+                         f"policy keeps positions of 0..{t}, ascending, with {t} last")
+    return keep
 
 # %% ../nbs/19_stream.ipynb #8b533e55
 def _check_window(window:int, T:int) -> int:
@@ -41,36 +69,63 @@ def _check_window(window:int, T:int) -> int:
 
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None):
     "Clear errors for a streaming request; `n_positions` is the model's limit when it has one."
-    check_choice(policy, 'policy', POLICIES)
+    policy_of(policy)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
     if policy != 'dense': _check_window(window, T)                  # dense keeps everything: no window to check
+    if policy == 'sinks' and sinks == 0:
+        raise ValueError("`sinks` = 0 keeps no first token: the sinks policy would be the window policy; use "
+                         "sinks >= 1, or the window policy")
     if policy == 'sinks' and sinks + window > T - 2:
         raise ValueError(f"`sinks` + `window` = {sinks} + {window} keeps every token of a text of `T` = {T}: nothing "
                          f"is evicted and the sinks policy is dense; use sinks <= {max(T - 2 - window, 0)}, or "
                          f"T >= {sinks + window + 2}")
+    if policy != 'dense' and len(kept(T - 2, policy, window, sinks)) == T - 1:      # a policy of one's own
+        raise ValueError(f"policy {policy!r} keeps every token of a text of `T` = {T} with `window` = {window} and "
+                         f"`sinks` = {sinks}: nothing is evicted; use a longer text or a smaller cache")
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
 # %% ../nbs/19_stream.ipynb #3d798885
-def rerotate_keys(keys:Tensor, shift:int, rotary:nn.Module) -> Tensor:
-    "RoPE-rotated keys (B, H, n, d) moved by `shift` positions (negative: back)."
-    cos, sin = rotary(keys, torch.full((1, 1), shift, device=keys.device))
+def rerotate_keys(keys:Tensor, shift:int|Tensor, rotary:nn.Module) -> Tensor:
+    "RoPE-rotated keys (B, H, n, d) moved by `shift` positions (negative: back), one shift for all or one per key (n,)."
+    cos, sin = rotary(keys, torch.as_tensor(shift, device=keys.device).reshape(1, -1))
     scale = getattr(rotary, 'attention_scaling', 1.0)          # YaRN & co. scale cos, sin: a rotation must not
     cos, sin = (cos[:, None] / scale).to(keys.dtype), (sin[:, None] / scale).to(keys.dtype)
     from transformers.models.llama.modeling_llama import rotate_half      # the convention of the model's own RoPE
     return keys * cos + rotate_half(keys) * sin
 
 # %% ../nbs/19_stream.ipynb #78b5dd79
+def _layer_cut(n:int, held:list[int], keep:list[int], policy:str) -> tuple[list[int], list[int]]:
+    "(rows to keep, their new places) of a layer holding the last `n` of `held`: a sliding-window layer keeps fewer."
+    index = {p: i for i, p in enumerate(held[len(held) - n:])}
+    want = keep if n == len(held) else keep[-n:]                  # the model's own window: the last n it keeps
+    if lost := [p for p in want if p not in index]:
+        raise ValueError(f"policy {policy!r} keeps position {lost[0]}, whose key the cache dropped earlier"
+                         + (" (the model's own sliding window)" if n < len(held) else '')
+                         + ": a cache cannot bring a key back; compute this policy with `recomputed_nll`")
+    return [index[p] for p in want], list(range(len(keep) - len(want), len(keep)))
+
+def evict_to(cache, held:list[int], keep:list[int], rotary:nn.Module|None, policy:str='') -> list[int]:
+    "Cut every layer of `cache`, the keys of positions `held`, to positions `keep`; re-rotate moved keys if `rotary`."
+    if keep == held: return held
+    where = {p: i for i, p in enumerate(held)}
+    for layer in cache.layers:
+        rows, places = _layer_cut(layer.keys.shape[-2], held, keep, policy)
+        at = torch.tensor(rows, dtype=torch.long, device=layer.keys.device)
+        keys, values = layer.keys[..., at, :], layer.values[..., at, :]
+        shift = torch.tensor(places) - torch.tensor([where[keep[i]] for i in places], dtype=torch.long)   # <= 0
+        moved = (shift != 0).nonzero()[:, 0]                 # each key moves back by the keys dropped before it
+        if rotary is not None and len(moved):
+            to = moved.to(keys.device)
+            keys[..., to, :] = rerotate_keys(keys[..., to, :], shift[moved], rotary)
+        layer.keys, layer.values = keys, values
+        if hasattr(layer, 'cumulative_length'): layer.cumulative_length = len(keep)   # a sliding layer's masks read it
+    return list(keep)
+
 def evict_cache(cache, n_sinks:int, window:int, rotary:nn.Module|None):
     "Keep the first `n_sinks` and the last `window` entries of every layer; re-rotate the window if `rotary`."
-    for layer in cache.layers:
-        n = layer.keys.shape[-2]
-        drop = n - n_sinks - window
-        if drop <= 0: continue
-        recent_k, recent_v = layer.keys[..., n - window:, :], layer.values[..., n - window:, :]
-        if rotary is not None: recent_k = rerotate_keys(recent_k, -drop, rotary)
-        layer.keys = torch.cat([layer.keys[..., :n_sinks, :], recent_k], -2)
-        layer.values = torch.cat([layer.values[..., :n_sinks, :], recent_v], -2)
+    n = cache.layers[0].keys.shape[-2]
+    evict_to(cache, list(range(n)), sorted(set(range(min(n_sinks, n))) | set(range(max(n - window, 0), n))), rotary)
 
 # %% ../nbs/19_stream.ipynb #96dd3bd6
 def _nll(logits:Tensor, target:Tensor) -> float:
@@ -84,20 +139,19 @@ def _steps(n:int, what:str, progress:bool, every:int=1):
 # %% ../nbs/19_stream.ipynb #ef2b1223
 @torch.no_grad()
 def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positions:str, progress:bool=False) -> Tensor:
-    "Token by token through a DynamicCache, evicted after every step."
+    "Token by token through a DynamicCache, cut after every step to what the policy keeps for the next token."
     from transformers import DynamicCache
-    cache, out = DynamicCache(config=model.config), torch.empty(len(ids) - 1)
+    cache, out, held = DynamicCache(config=model.config), torch.empty(len(ids) - 1), []
     rotary = getattr(getattr(model, 'model', None), 'rotary_emb', None) if positions == 'cache' else None
     if positions == 'cache' and rotary is None and policy != 'dense':
         raise ValueError(f"positions='cache' needs a RoPE model (model.model.rotary_emb); "
                          f"{type(model).__name__} has none")
-    n_sinks = sinks if policy == 'sinks' else 0
     for t in _steps(len(ids) - 1, f'{policy} (cache)', progress):
-        pos = cache.get_seq_length() if positions == 'cache' else t
+        pos = len(held) if positions == 'cache' else t
         logits = model(ids[t].view(1, 1), cache=cache, use_cache=True,
                        position_ids=torch.tensor([[pos]], device=ids.device)).logits[0, -1]
         out[t] = _nll(logits, ids[t + 1])
-        if policy != 'dense': evict_cache(cache, n_sinks, window - 1, rotary)   # the next token makes `window`
+        held = evict_to(cache, held + [t], kept(t + 1, policy, window, sinks)[:-1], rotary, policy)  # t + 1 comes next
     return out
 
 # %% ../nbs/19_stream.ipynb #11d08440
@@ -143,14 +197,14 @@ def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=
     check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model))
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
         if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
-        if policy == 'recompute' or not hasattr(model, 'generation_config'):   # sink_nb's SinkLM: no KV cache
+        if not policy_of(policy).cached or not hasattr(model, 'generation_config'):   # a SinkLM: no KV cache
             return recomputed_nll(model, ids, policy, window, sinks, progress)
         return _stream_cached(model, ids, policy, window, sinks, positions, progress)
 
 # %% ../nbs/19_stream.ipynb #410b2fd6
 def _study_grid(T:int, policies, every:int) -> range:
     "Entries t (predicting position t + 1) where every curve of a study has a value."
-    return range(0, T - 1, every if 'recompute' in policies else 1)
+    return range(0, T - 1, every if any(not policy_of(p).cached for p in policies) else 1)
 
 def _check_bins(bins:int, n:int, what:str) -> int:
     "`bins` if each of them can hold at least one of the `n` positions the curves share."
@@ -159,12 +213,15 @@ def _check_bins(bins:int, n:int, what:str) -> int:
         raise ValueError(f"`bins` must be an integer in [1, {n}], {n} being {what}; got {bins!r}") from None
 
 # %% ../nbs/19_stream.ipynb #4a61a69f
-def check_study_args(T:int, window:int, sinks:int=4, policies=POLICIES, every:int=1, positions:str='cache',
+def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1, positions:str='cache',
                      n_positions:int|None=None, bins:int|None=None) -> tuple[str, ...]:
     "Clear errors for a `stream_study` of T tokens (and its table of `bins` rows) before streaming; the policies."
+    policies = tuple(POLICIES) if policies is None else policies                 # None: every registered policy
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
         raise ValueError(f"`policies` must be a non-empty list of {list(POLICIES)}, got {policies!r}")
     if len(set(policies)) < len(policies): raise ValueError(f"`policies` names a policy twice: {list(policies)}")
+    if taken := [p for p in policies if p in ('first', 'last', 'positions')]:           # a table row's own columns
+        raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
     for p in policies: check_stream_args(p, window, sinks, T, n_positions)
     check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
     grid = _study_grid(T, policies, every)
@@ -177,14 +234,15 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=POLICIES, every:in
     return tuple(policies)
 
 # %% ../nbs/19_stream.ipynb #1c5676f5
-def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=POLICIES, positions:str='cache',
+def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=None, positions:str='cache',
                  every:int=1, progress:bool=False) -> dict[str, Tensor]:
     "policy -> NLL per predicted position (T - 1,); `recompute` only at every `every`-th position (NaN elsewhere)."
     policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model))
     out = {}
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
         for p in policies:
-            if p == 'recompute' and every > 1: out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)
+            if not policy_of(p).cached and every > 1:
+                out[p] = recomputed_nll(model, ids, p, window, sinks, progress, every)
             else: out[p] = stream_nll(model, ids, p, window, sinks, positions, progress).detach().cpu()
     return out
 

@@ -8,7 +8,9 @@ import transformers
 
 from sink_nb.attention import attention_weights
 from sink_nb.cli import main
-from sink_nb.head_stats import HEAD_STATISTICS, HeadStat, head_stats_from_pattern, head_stats_from_qk
+from sink_nb.head_stats import (ACTIVATION_STATS, BUILT_IN_STATS, HEAD_STATISTICS, HeadStat, head_stats_from_pattern,
+                                head_stats_from_qk)
+from sink_nb.metrics import meter_batches
 from sink_nb.hf import measure
 from sink_nb.model import SinkConfig, SinkLM, measure_model
 from sink_nb.results import SinkResult
@@ -23,7 +25,7 @@ def max_share():
     HEAD_STATISTICS['max_share'] = HeadStat('max_share', 'largest share of each query row, mean over rows',
                                             lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)
     try: yield 'max_share'
-    finally: del HEAD_STATISTICS['max_share']
+    finally: del HEAD_STATISTICS['max_share']                  # the test's own entry; the built-ins stay
 
 
 def llama_folder(path:Path, seed:int) -> Path:
@@ -81,3 +83,49 @@ def test_trajectory_returns_it(max_share, tmp_path):
     got = torch.tensor(traj.rows[1]['heads'][max_share])
     assert got.shape == (2, 4)
     torch.testing.assert_close(got, direct.stats[max_share].mean(0), atol=1e-5, rtol=0)
+
+
+def test_the_built_ins_stay_and_the_late_entry_goes(max_share):
+    assert set(BUILT_IN_STATS) <= set(HEAD_STATISTICS) and max_share in HEAD_STATISTICS
+
+
+def test_the_reserved_names_are_every_name_a_measurement_fills_itself():
+    "ACTIVATION_STATS is written out in head_stats: every statistic a measurement adds on its own must be in it."
+    model = SinkLM(SinkConfig.from_name('tiny-cpu')).eval()
+    _, stats = meter_batches(model.metered, torch.randint(0, 512, (2, 24)), 2, alpha_options=model.metric_options,
+                             activations=True, residual_entropy=True)
+    assert set(stats) - {'near_share'} <= set(ACTIVATION_STATS), set(stats) - set(ACTIVATION_STATS)
+    assert {'hidden_norm', 'head_v_norm', 'head_out_norm', 'residual_entropy'} <= set(stats)
+
+
+@pytest.mark.parametrize('name', ACTIVATION_STATS)
+def test_an_activation_statistic_name_is_refused_and_heads_still_work(name):
+    fake = HeadStat(name, 'a user statistic under a taken name', lambda b: b.shares.amax(-1).sum(-1),
+                    lambda total, T: total / T)
+    with pytest.raises(ValueError, match=f"{name!r} is the name of an activation statistic"):
+        HEAD_STATISTICS[name] = fake
+    assert name not in HEAD_STATISTICS
+    model = SinkLM(SinkConfig.from_name('tiny-cpu')).eval()
+    res = measure_model(model, torch.randint(0, 512, (2, 24)))
+    assert len(res.heads()) == model.config.n_layer * model.config.n_head        # no IndexError: v norms are v norms
+
+
+@pytest.mark.parametrize('entry', [lambda b: b, 'max_share', None, ('max_share', 'about', len, len)])
+def test_an_entry_that_is_not_a_head_stat_is_refused(entry):
+    with pytest.raises(TypeError, match=r"HEAD_STATISTICS\['odd'\] must be a HeadStat"):
+        HEAD_STATISTICS['odd'] = entry
+    assert 'odd' not in HEAD_STATISTICS
+
+
+def test_the_command_prints_the_near_share_as_the_share_within_16_keys(tmp_path, capsys):
+    folder = llama_folder(tmp_path / 'llama', 0)
+    assert main(['measure', str(folder), '--T', '32', '--n', '2', '--stats', 'near_share', 'attn_entropy']) == 0
+    out = capsys.readouterr().out
+    table = out[out.index('layer'):].splitlines()
+    head = table[0].split()
+    assert 'near_share(d<16)' in head and 'near_share' not in head, head
+    all_row = next(l for l in table if l.split()[:1] == ['all']).split()
+    direct = measure(folder, T=32, n=2, head_stats=['near_share'], progress=False).stats['near_share']
+    assert abs(float(all_row[head.index('near_share(d<16)')]) - direct.sum(-1).mean().item()) < 0.006
+    assert direct.sum(-1).mean().item() > 0.1                  # the share within 16 keys, not a 16th of it
+    assert 'near_share(d<16): attention share within the last 16 keys' in out
