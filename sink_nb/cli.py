@@ -55,7 +55,7 @@ def _demo_summary(out:Path, seconds:dict) -> dict:
         run = Run(out / v)
         lines, res = run.metrics(), run.summary
         if res is None: raise RuntimeError(f"the {v} run in {run.path} did not finish: {run.status}")
-        curve = [(l.step, l.sink[1]) for l in lines]
+        curve = [(l.step, l.sink[1]) for l in lines if l.sink.get(1) is not None]   # a null Sink_1 is no point
         over = curve_summary(curve)
         summary[v] = dict(sink_rate=res['sink_rate'], peak=over['peak'], peak_step=over['peak_step'],
                           mean=round(over['mean'], 2), onset=over['onset'], val_loss=res['val_loss'],
@@ -283,7 +283,8 @@ def _mean_curves(rows:list[dict], column:int) -> dict[str, list]:
     for v in dict.fromkeys(r['variant'] for r in rows):
         by_step = {}
         for r in (r for r in rows if r['variant'] == v):
-            for point in r['curve']: by_step.setdefault(point[0], []).append(point[column])
+            for point in r['curve']:
+                if point[column] is not None: by_step.setdefault(point[0], []).append(point[column])   # null: no Sink
         out[v] = [(s, sum(ys) / len(ys)) for s, ys in sorted(by_step.items())]
     return out
 

@@ -206,14 +206,15 @@ def run_stats(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_sample
     outliers = residual_outliers(model, evals.probe[:check_int(outlier_samples, 'outlier_samples', 1)])
     result = run.result(step) if data is None else measure_model(model, evals.probe, activations=False)
     records = [r for r in run.metrics() if r.step <= step]     # the log past the checkpoint measured is not this row
-    over = curve_summary([(r.step, r.sink[1]) for r in records], threshold) if records else {}
+    sunk = [(r.step, r.sink[1]) for r in records if r.sink.get(1) is not None]     # a null Sink_1 keeps its loss
+    over = curve_summary(sunk, threshold) if sunk else {}
     return dict(variant=cfg.model.name, variant_key=run.fingerprint(without=('seed',)), seed=cfg.train.seed,
                 run=str(run.path), step=step, status=run.status, val_loss=round(loss, 4), **sink_at(result, eps),
                 sink1_peak=over.get('peak'), sink1_peak_step=over.get('peak_step'),
                 sink1_mean=None if not over else round(over['mean'], 2), **{f'onset>{threshold:g}': over.get('onset')},
                 kurtosis=max(outliers['kurtosis']), max_abs=max(outliers['max_abs']), **costs,
                 **eviction_stats(model, evals, eviction_samples),
-                curve=[(r.step, r.sink[1], r.val_loss) for r in records])
+                curve=[(r.step, r.sink.get(1), r.val_loss) for r in records])
 
 # %% ../nbs/21_stats.ipynb #b2066322
 STAT_COLUMNS = ('val_loss', 'sink1@0.1', 'sink1@0.3', 'sink1@0.5', 'sink*@0.3', 'sink1_peak', 'sink1_mean', 'onset>10',

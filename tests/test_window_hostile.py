@@ -55,6 +55,10 @@ def test_an_old_log_with_nan_keeps_its_validation_loss(tmp_path):
     assert 'NaN' in log.read_text()
     got = Run(tmp_path / 'r').metrics()
     assert [e.val_loss for e in got] == [l['val_loss'] for l in lines] and all(e.sink[1] is None for e in got)
+    cmp = run('compare', tmp_path / 'r', '--json', tmp_path / 'c.json')          # its numbers, not a traceback
+    assert cmp.returncode == 0 and 'Traceback' not in cmp.stderr, cmp.stderr
+    row = strict((tmp_path / 'c.json').read_text())['rows'][0]
+    assert row['sink1_peak'] is None and [p[2] for p in row['curve']] == [l['val_loss'] for l in lines], row
 
 
 def test_an_unreadable_summary_is_named_in_the_status(tmp_path):
