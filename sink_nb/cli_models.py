@@ -142,7 +142,7 @@ def run_measure(args) -> dict:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
                       device=args.device, batch_size=args.batch_size, activations=args.activations, pack=args.pack,
                       route=args.route, seed=args.seed, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos],
-                      head_stats=args.stats)
+                      head_stats=args.stats, divisor=args.divisor)
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     md = res.metadata
@@ -176,6 +176,8 @@ def measure_parser(sub):
                                                                                 "(auto), forced, or none")
     placement_flags(m)
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
+    m.add_argument('--divisor', default='reference', help="α's divisor, a name of sink_nb.metrics.DIVISORS (default "
+                                                          "reference: the reference code's T - j)")
     m.add_argument('--route', choices=('auto', 'qk', 'eager'), default='auto',
                    help='qk: α streamed from q and k; eager: T×T weights (auto: qk when the model allows)')
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '

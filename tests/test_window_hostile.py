@@ -90,6 +90,10 @@ def test_measure_refuses_a_sink1_the_models_window_caps(sliding):
     assert 'caps α_1 at 0.125' in out.stderr, out.stderr
     ok = run('measure', sliding / 'step-10', '--T', '24', '--n', '2')
     assert ok.returncode == 0 and 'Sink_1 = ' in ok.stdout, ok.stderr
+    seen = run('measure', sliding / 'step-10', '--T', '64', '--n', '2', '--eps', '0.5', '--divisor', 'visible')
+    assert seen.returncode == 0 and 'Sink_1 = ' in seen.stdout, seen.stderr
+    bad = run('measure', sliding / 'step-10', '--divisor', 'Visible')
+    assert bad.returncode == 1 and "`divisor` must be one of" in bad.stderr and 'Traceback' not in bad.stderr, bad.stderr
 
 
 def test_trajectory_refuses_what_compare_refuses(sliding, tmp_path):
