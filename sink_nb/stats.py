@@ -7,9 +7,10 @@ from __future__ import annotations
 import json, math, numbers, warnings
 from collections.abc import Iterable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+import scipy.stats
 import torch
 
 from .checks import check_choice, check_int
@@ -23,11 +24,11 @@ from .train import RunData, eval_set, evaluate
 from .run_configs import load_run_config
 
 # %% auto #0
-__all__ = ['MITIGATIONS', 'QUANT_COLUMNS', 'EVICTION_COLUMNS', 'STAT_COLUMNS', 'mitigation_config', 'load_run', 'sink_at',
-           'curve_summary', 'onset_summary', 'residual_outliers', 'quantisation_cost', 'quantisation_costs',
-           'eviction_nll', 'eviction_columns', 'eviction_costs', 'eviction_stats', 'variant_of', 'run_stats',
-           'stat_columns', 'summarise', 'stats_table', 'Comparison', 'compare_groups', 'Claims', 'check_rerun',
-           'variant_labels', 'compare_runs', 'paper_row']
+__all__ = ['MITIGATIONS', 'QUANT_COLUMNS', 'EVICTION_COLUMNS', 'STAT_COLUMNS', 'RESAMPLES', 'mitigation_config', 'load_run',
+           'sink_at', 'curve_summary', 'k_of_n', 'onset_summary', 'residual_outliers', 'quantisation_cost',
+           'quantisation_costs', 'eviction_nll', 'eviction_columns', 'eviction_costs', 'eviction_stats', 'variant_of',
+           'run_stats', 'stat_columns', 'summarise', 'stats_table', 'permutation_p', 'bootstrap_interval', 'Comparison',
+           'compare_groups', 'holm', 'Claims', 'check_rerun', 'variant_labels', 'compare_runs', 'paper_row']
 
 # %% ../nbs/21_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -97,10 +98,18 @@ def curve_summary(curve, threshold:float=10.0) -> dict:
                 mean=sum(values) / len(values), onset=next((s for s, v in points if v > threshold), None),
                 evaluations=len(points))
 
+def k_of_n(k:int, n:int, confidence:float=0.95) -> tuple[float, float]:
+    "Exact (Clopper–Pearson) interval, in %, of the rate behind k of n seeds: `scipy.stats.binomtest`'s."
+    check_int(n, 'n', 1); check_int(k, 'k', 0)
+    if k > n: raise ValueError(f"`k` must be at most `n` ({n}), got {k}")
+    ci = scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')
+    return round(100 * ci.low, 1), round(100 * ci.high, 1)
+
 def onset_summary(onsets:list) -> dict:
-    "Onsets of n seeds (a step or None each): how many crossed (k of n) and the median step of those that did."
+    "Onsets of n seeds (a step or None each): k of n crossed, its exact 95 % interval (%), the median step of those."
     crossed = sorted(s for s in onsets if s is not None)
     return dict(k=len(crossed), n=len(onsets), median_step=float(np.median(crossed)) if crossed else None,
+                ci=k_of_n(len(crossed), len(onsets)) if onsets else None,
                 text=f"{len(crossed)} of {len(onsets)}" + (f" (median step {np.median(crossed):g})" if crossed else ''))
 
 # %% ../nbs/21_stats.ipynb #9816bf3f
@@ -288,42 +297,64 @@ def stats_table(rows:list[dict]) -> str:
                      + _not_measured_note(rows))
 
 # %% ../nbs/21_stats.ipynb #635818df
-def _t_cdf(t:float, df:float) -> float:
-    "P(T <= t) for Student's t with `df` degrees of freedom: Simpson's rule on the density from 0 to |t|."
-    x = np.linspace(0.0, abs(t), 4001)
-    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    f = np.exp(log_c - (df + 1) / 2 * np.log1p(x * x / df))
-    area = (x[1] - x[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
-    return 0.5 + math.copysign(area, t)
+RESAMPLES = 9999                                   # permutations and bootstrap resamples; exact below this many
 
-def _t_quantile(p:float, df:float) -> float:
-    "The p-quantile (0.5 < p < 1) of Student's t, by bisection on `_t_cdf`."
-    lo, hi = 0.0, 1.0
-    while _t_cdf(hi, df) < p: hi *= 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
-    return (lo + hi) / 2
+def _diff_of_means(u, v, axis=-1): return u.mean(axis) - v.mean(axis)
 
+def permutation_p(x:np.ndarray, y:np.ndarray|None=None, alternative:str='two-sided', shift:float=0.0) -> float:
+    "Permutation p of mean(x) − shift against 0 (`y` None: signs flipped) or against mean(y) (labels permuted)."
+    data, stat = ((x - shift,), np.mean) if y is None else ((x - shift, y), _diff_of_means)
+    return float(scipy.stats.permutation_test(data, stat, permutation_type='samples' if y is None else 'independent',
+                                              vectorized=True, n_resamples=RESAMPLES, alternative=alternative,
+                                              random_state=0).pvalue)
+
+# %% ../nbs/21_stats.ipynb #b00e1a01
+def bootstrap_interval(x:np.ndarray, y:np.ndarray|None=None, confidence:float=0.95) -> tuple[float, float]:
+    "Percentile bootstrap interval of mean(x) (`y` None) or mean(x) − mean(y), seeds resampled; a point if none vary."
+    if np.ptp(x) == 0 and (y is None or np.ptp(y) == 0): return (d := float(x[0] - (0 if y is None else y[0])), d)
+    data, stat = ((x,), np.mean) if y is None else ((x, y), _diff_of_means)
+    ci = scipy.stats.bootstrap(data, stat, method='percentile', confidence_level=confidence, vectorized=True,
+                               n_resamples=RESAMPLES, random_state=0).confidence_interval
+    return float(ci.low), float(ci.high)
+
+# %% ../nbs/21_stats.ipynb #d1eca001
+def _direction(p:float, diff:float, margin:float|None, alpha:float) -> str|None:
+    "The verdict of a test with p-value `p` at level `alpha`: '=' for an equivalence test, else the sign of `diff`."
+    if p >= alpha: return None
+    return '=' if margin is not None else '>' if diff > 0 else '<'
 
 # %% ../nbs/21_stats.ipynb #196c2528
 @dataclass
 class Comparison:
-    "a − b over seeds: both groups' mean, sd and n, the interval of the difference, and the verdict."
+    "a − b over seeds: each group's mean, sd and n, the interval of the difference, its p-value and the verdict."
     names:tuple; n:tuple; mean:tuple; sd:tuple      # (a, b) each; b's n is 0 and sd None when b is a number
     diff:float; low:float; high:float; confidence:float; margin:float|None
     direction:str|None                              # '>', '<', '=' (within ±margin) or None: not resolved
-    paired:bool = False                             # the interval is of the differences within each run
+    paired:bool = False                             # the test and the interval are of the differences within each seed
+    p:float = 1.0                                   # the permutation p of the verdict's test (margin: equivalence)
+    pairing:str = ''                                # 'paired by seed, n = 5', 'unpaired (seeds differ: ...)', ...
+    holm:tuple|None = None                          # (Holm-adjusted p, number of comparisons) once `Claims` adjusted it
+
+    def _side(self, i:int, f) -> str:
+        if not self.n[i]: return f'{self.names[i]} {f(self.mean[i])}'
+        if self.sd[i] == 0: return f'{self.names[i]} all {self.n[i]} equal ({f(self.mean[i])})'
+        return f'{self.names[i]} {f(self.mean[i])} ± {f(self.sd[i])}'
 
     def text(self, digits:int=1) -> str:
-        "'softmax 87.7 ± 3.7 (n=5) vs sigmoid 9.3 ± 3.1 (n=5): Δ = 78.4 [73.1, 83.7] (95 %) → >'."
+        "'softmax 87.7 ± 3.7 vs sigmoid 9.3 ± 3.1, paired by seed, n = 5: Δ = 78.4 [73.1, 83.7] (95 % ...) ... → >'."
         f = lambda x: f'{x:.{digits}f}'
-        side = lambda i: (f'{self.names[i]} {f(self.mean[i])} ± {f(self.sd[i])} (n={self.n[i]})' if self.n[i]
-                          else f'{self.names[i]} {f(self.mean[i])}')
         verdict = {None: 'not resolved'}.get(self.direction, f'{self.names[0]} {self.direction} {self.names[1]}')
         if self.direction == '=': verdict += f' within ±{self.margin:g}'
-        return (f'{side(0)} vs {side(1)}{", paired" if self.paired else ""}: Δ = {f(self.diff)} [{f(self.low)}, '
-                f'{f(self.high)}] ({self.confidence * 100:g} %) → {verdict}')
+        spread = ('no spread: every difference equal' if self.low == self.high else
+                  f'[{f(self.low)}, {f(self.high)}] ({self.confidence * 100:g} % bootstrap)')
+        test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else '')
+        adjusted = f', Holm over {self.holm[1]}: {self.holm[0]:.2g}' if self.holm else ''
+        return (f'{self._side(0, f)} vs {self._side(1, f)}, {self.pairing}: Δ = {f(self.diff)} {spread}; '
+                f'{test} = {self.p:.2g}{adjusted} → {verdict}')
+
+    def adjusted(self, p:float, m:int) -> Comparison:
+        "This comparison with its p adjusted (Holm, over `m` comparisons) and the verdict that p gives."
+        return replace(self, holm=(p, m), direction=_direction(p, self.diff, self.margin, 1 - self.confidence))
 
 # %% ../nbs/21_stats.ipynb #6a4d2e8f
 def _group(values, name:str, min_n:int) -> np.ndarray:
@@ -338,78 +369,123 @@ def _group(values, name:str, min_n:int) -> np.ndarray:
     if not np.isfinite(v).all(): raise ValueError(f"`{name}` holds a non-finite value: {v.tolist()}")
     return v
 
+# %% ../nbs/21_stats.ipynb #5eed0a01
+def _seeded(values, name:str, min_n:int) -> tuple[np.ndarray, list|None]:
+    "A group's values and seeds: a dict seed -> value (in seed order), or a plain sequence (seeds None)."
+    if not isinstance(values, dict): return _group(values, name, min_n), None
+    if odd := [s for s in values if not isinstance(s, numbers.Integral) or isinstance(s, bool)]:
+        raise ValueError(f"`{name}` maps seeds to values: its keys must be integers, got {odd[0]!r}")
+    seeds = sorted(values)
+    return _group([values[s] for s in seeds], name, min_n), seeds
+
+# %% ../nbs/21_stats.ipynb #5eed0a03
+def _pairing(x, sa, y, sb, paired:bool|None, names) -> tuple[bool, str]:
+    "Whether a and b are compared pair by pair, and how, in words: by seed where their seeds agree."
+    if paired is not False and sa is not None and sa == sb: return True, f'paired by seed, n = {len(x)}'
+    if paired:
+        if sa is not None or sb is not None:
+            raise ValueError(f"`paired=True` needs the same seeds in `a` and `b`; {names[0]}: {sa}, {names[1]}: {sb}")
+        if len(x) != len(y): raise ValueError("`paired` needs `a` and `b` of the same runs, in the same order")
+        return True, f'paired by run, n = {len(x)}'
+    if paired is False: why = 'as asked'
+    elif sa is None or sb is None: why = 'no seeds given'
+    else: why = (f'seeds differ: {names[0]} only {sorted(set(sa) - set(sb))}, '
+                 f'{names[1]} only {sorted(set(sb) - set(sa))}')
+    return False, f'unpaired ({why}), n = {len(x)} vs {len(y)}'
+
 # %% ../nbs/21_stats.ipynb #e5b7c9d1
-def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
-                   min_n:int=3, paired:bool=False) -> Comparison:
-    "Mean difference a − b (b: seeds, or one number) with a Welch t interval (paired: of a_i − b_i), and a verdict."
+def _check_compare(confidence, margin, names):
     if not (_is_number(confidence) and 0.5 < confidence < 1):
         raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
     if margin is not None and not (_is_number(margin) and 0 < margin < math.inf):
         raise ValueError(f"`margin` must be a finite number > 0, got {margin}")
     if isinstance(names, str) or not (isinstance(names, (tuple, list)) and len(names) == 2):
         raise ValueError(f"`names` must be two names, a's and b's, got {names!r}")
-    x, fixed = _group(a, 'a', check_int(min_n, 'min_n', 2)), _is_number(b)          # b: one number, or seeds
-    y = np.asarray([_number(b, 'b')]) if fixed else _group(b, 'b', min_n)
-    if paired:                                      # two numbers of each run: the interval of their differences
-        if fixed or len(x) != len(y): raise ValueError("`paired` needs `a` and `b` of the same runs, in the same order")
-        c = compare_groups(x - y, 0.0, names, confidence, margin, min_n)
-        return Comparison(c.names, (len(x), len(y)), (float(x.mean()), float(y.mean())),
-                          (float(x.std(ddof=1)), float(y.std(ddof=1))), c.diff, c.low, c.high, confidence, margin,
-                          c.direction, paired=True)
-    va, vb = x.var(ddof=1) / len(x), 0.0 if fixed else y.var(ddof=1) / len(y)
-    se, diff = math.sqrt(va + vb), float(x.mean() - y.mean())
-    if se == 0: low = high = diff
-    else:
-        df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + (0.0 if fixed else vb ** 2 / (len(y) - 1)))
-        half = _t_quantile((1 + confidence) / 2, df) * se
-        low, high = diff - half, diff + half
-    if margin is not None and -margin < low and high < margin: direction = '='
-    else: direction = '>' if low > 0 else '<' if high < 0 else None
-    sd = lambda v: float(v.std(ddof=1))
-    return Comparison(tuple(map(str, names)), (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
-                      (sd(x), None if fixed else sd(y)), diff, low, high, confidence, margin, direction)
+
+def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
+                   min_n:int=3, paired:bool|None=None) -> Comparison:
+    "a − b (seed -> value, or values; b may be a number), paired where seeds agree: permutation p, bootstrap CI."
+    _check_compare(confidence, margin, names); names = tuple(map(str, names))
+    (x, sa), fixed = _seeded(a, 'a', check_int(min_n, 'min_n', 2)), _is_number(b)
+    y, sb = (np.asarray([_number(b, 'b')]), None) if fixed else _seeded(b, 'b', min_n)
+    if fixed: pair, how = False, f'one-sample against {y[0]:g}, n = {len(x)}'
+    else: pair, how = _pairing(x, sa, y, sb, paired, names)
+    u, v = (x - y, None) if pair or fixed else (x, y)
+    if margin is None: p = permutation_p(u, v)
+    else: p = max(permutation_p(u, v, 'greater', -margin), permutation_p(u, v, 'less', margin))   # two one-sided tests
+    diff, sd = float(x.mean() - y.mean()), lambda g: float(g.std(ddof=1))
+    return Comparison(names, (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
+                      (sd(x), None if fixed else sd(y)), diff, *bootstrap_interval(u, v, confidence), confidence,
+                      margin, _direction(p, diff, margin, 1 - confidence), pair, p, how)
 
 # %% ../nbs/21_stats.ipynb #88482501
+def holm(p) -> list[float]:
+    "Holm's step-down adjusted p-values: the i-th smallest of m times (m − i + 1), made non-decreasing, at most 1."
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1 or not ((0 <= p) & (p <= 1)).all(): raise ValueError(f"`p` must be p-values in [0, 1], got {p}")
+    order, m = np.argsort(p, kind='stable'), len(p)
+    out = np.empty(m)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out.tolist()
+
+# %% ../nbs/21_stats.ipynb #c1a1e001
 def _paper_verdict(ours:str|None, paper:str|None) -> str:
     if paper is None: return 'not in the paper'
     if ours == paper: return 'reproduced'
+    if ours is None: return 'not resolved'
     return 'opposite' if {ours, paper} == {'>', '<'} else 'not reproduced'
 
 class Claims:
-    "An experiment notebook's claims: each comparison asserted through `compare_groups`, then one table."
+    "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
 
     def compare(self, claim:str, a, b, expect:str|None, names=('a', 'b'), paper:str|None=None, paper_number:str='-',
-                margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool=False) -> Comparison:
-        "Compare a with b; AssertionError unless the verdict is `expect` ('>', '<', '=' or None); add the row."
+                margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool|None=None) -> Comparison:
+        "Compare a with b and add the row; `table` asserts its adjusted verdict is `expect` ('>', '<', '=' or None)."
         check_choice(expect, 'expect', ('>', '<', '=', None)); check_choice(paper, 'paper', ('>', '<', '=', None))
         c = compare_groups(a, b, names, margin=margin, paired=paired)
-        if c.direction != expect:
-            raise AssertionError(f"claim {claim!r} states {names[0]} {expect or '(no direction)'} {names[1]}; "
-                                 f"the data give {c.text(digits)}")
-        verdict = verdict or _paper_verdict(c.direction, paper)     # a published claim with no direction: written out
-        self.rows.append(dict(claim=claim, number=c.text(digits), paper=paper_number, verdict=verdict))
+        self.rows.append(dict(claim=claim, comparison=c, expect=expect, paper=paper, paper_number=paper_number,
+                              digits=digits, verdict=verdict))
         return c
 
     def note(self, claim:str, number:str, paper_number:str, verdict:str):
         "A claim that is not a comparison of seeds (one model; a published result this scale cannot test)."
-        self.rows.append(dict(claim=claim, number=number, paper=paper_number, verdict=verdict))
+        self.rows.append(dict(claim=claim, number=number, paper_number=paper_number, verdict=verdict))
+
+    def adjusted(self) -> list[Comparison|None]:
+        "Each row's comparison with its Holm-adjusted p and verdict (None for a note)."
+        compared = [r['comparison'] for r in self.rows if 'comparison' in r]
+        adjusted = iter(c.adjusted(p, len(compared)) for c, p in zip(compared, holm([c.p for c in compared])))
+        return [next(adjusted) if 'comparison' in r else None for r in self.rows]
 
     def table(self) -> 'pd.DataFrame':
+        "The claims, one row each; AssertionError naming every claim whose adjusted verdict is not its `expect`."
         import pandas as pd
-        return pd.DataFrame(self.rows, columns=['claim', 'number', 'paper', 'verdict'])
-
+        rows, wrong, m = [], [], sum('comparison' in r for r in self.rows)
+        for r, c in zip(self.rows, self.adjusted()):
+            if c is not None and c.direction != r['expect']:
+                states = f"{c.names[0]} {r['expect'] or '(no direction)'} {c.names[1]}"
+                wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
+            number = r['number'] if c is None else c.text(r['digits'])
+            verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'])   # a written-out verdict stays as written
+            rows.append((r['claim'], number, '-' if c is None else f'{c.holm[0]:.2g}', r['paper_number'], verdict))
+        if wrong: raise AssertionError('\n'.join(wrong))
+        return pd.DataFrame(rows, columns=['claim', 'number', f'p (Holm, {m} comparisons)', 'paper', 'verdict'])
 
 # %% ../nbs/21_stats.ipynb #296fff3c
-def check_rerun(fresh:float, saved, what:str, slack:float=0.0) -> str:
-    "Where `fresh` lies against the saved seeds, one line; AssertionError outside [min - sd - slack, max + sd + slack]."
+def check_rerun(fresh:float, saved, what:str, slack:float=0.0, bounds:tuple|None=None) -> str:
+    "Where `fresh` lies against the saved seeds, one line; AssertionError outside [min − sd − slack, max + sd + slack]."
     fresh, slack = _number(fresh, 'fresh'), _number(slack, 'slack')
     if slack < 0: raise ValueError(f"`slack` must be >= 0: it widens the saved spread, got {slack}")
+    if bounds is not None and not (isinstance(bounds, (tuple, list)) and len(bounds) == 2 and
+                                   _number(bounds[0], 'bounds') < _number(bounds[1], 'bounds')):
+        raise ValueError(f"`bounds` must be (low, high) with low < high, got {bounds!r}")
     v = _group(saved, 'saved', 2)
     sd = float(v.std(ddof=1))
     lo, hi = v.min() - sd - slack, v.max() + sd + slack
-    line = (f"{what}: fresh {fresh:.4g}; saved {v.min():.4g} … {v.max():.4g} (n={len(v)}, sd {sd:.3g}) "
-            f"→ [{lo:.4g}, {hi:.4g}]")
+    if bounds is not None: lo, hi = max(lo, bounds[0]), min(hi, bounds[1])      # a rate's band stays within its range
+    seen = f'all {len(v)} equal {v[0]:.4g}' if sd == 0 else f'{v.min():.4g} … {v.max():.4g} (n={len(v)}, sd {sd:.3g})'
+    line = f"{what}: fresh {fresh:.4g}; saved {seen} → [{lo:.4g}, {hi:.4g}]"
     if not lo <= fresh <= hi: raise AssertionError(f"outside the saved spread: {line}")
     return line
 

@@ -191,6 +191,11 @@ def values(self:Study, variant:str, what:str='final', stat:str='sink1', threshol
     "One number per seed of `variant`: `what` of `curve_summary` ('final', 'peak', 'mean', 'peak_step', 'onset')."
     return [curve_summary(self.curve(variant, s, stat), threshold)[what] for s in self.seeds(variant)]
 
+@patch
+def by_seed(self:Study, variant:str, what:str='final', stat:str='sink1', threshold:float=10.0) -> dict[int, float]:
+    "`values` keyed by seed, {seed: number}: what `stats.compare_groups` pairs two variants by."
+    return dict(zip(self.seeds(variant), self.values(variant, what, stat, threshold)))
+
 # %% ../nbs/22_studies.ipynb #b8d2e016
 def _mean_sd(values, digits:int=1) -> str:
     v = np.asarray(values, dtype=float)
