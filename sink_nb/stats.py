@@ -343,14 +343,19 @@ class Comparison:
     def text(self, digits:int=1) -> str:
         "'softmax 87.7 ± 3.7 vs sigmoid 9.3 ± 3.1, paired by seed, n = 5: Δ = 78.4 [73.1, 83.7] (95 % ...) ... → >'."
         f = lambda x: f'{x:.{digits}f}'
-        verdict = {None: 'not resolved'}.get(self.direction, f'{self.names[0]} {self.direction} {self.names[1]}')
-        if self.direction == '=': verdict += f' within ±{self.margin:g}'
         spread = ('no spread: every difference equal' if self.low == self.high else
                   f'[{f(self.low)}, {f(self.high)}] ({self.confidence * 100:g} % bootstrap)')
         test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else '')
         adjusted = f', Holm over {self.holm[1]}: {self.holm[0]:.2g}' if self.holm else ''
         return (f'{self._side(0, f)} vs {self._side(1, f)}, {self.pairing}: Δ = {f(self.diff)} {spread}; '
-                f'{test} = {self.p:.2g}{adjusted} → {verdict}')
+                f'{test} = {self.p:.2g}{adjusted} → {self.verdict}')
+
+    @property
+    def verdict(self) -> str:
+        "The verdict in words: 'not resolved', 'a > b', 'a < b' or 'a = b within ±margin'."
+        if self.direction is None: return 'not resolved'
+        within = f' within ±{self.margin:g}' if self.direction == '=' else ''
+        return f'{self.names[0]} {self.direction} {self.names[1]}{within}'
 
     def adjusted(self, p:float, m:int) -> Comparison:
         "This comparison with its p adjusted (Holm, over `m` comparisons) and the verdict that p gives."
@@ -429,8 +434,9 @@ def holm(p) -> list[float]:
     return out.tolist()
 
 # %% ../nbs/21_stats.ipynb #c1a1e001
-def _paper_verdict(ours:str|None, paper:str|None) -> str:
-    if paper is None: return 'not in the paper'
+def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
+    "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
+    if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
     if ours == paper: return 'reproduced'
     if ours is None: return 'not resolved'
     return 'opposite' if {ours, paper} == {'>', '<'} else 'not reproduced'
@@ -467,7 +473,7 @@ class Claims:
                 states = f"{c.names[0]} {r['expect'] or '(no direction)'} {c.names[1]}"
                 wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
             number = r['number'] if c is None else c.text(r['digits'])
-            verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'])   # a written-out verdict stays as written
+            verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'], c.verdict)   # written out: as written
             rows.append((r['claim'], number, '-' if c is None else f'{c.holm[0]:.2g}', r['paper_number'], verdict))
         if wrong: raise AssertionError('\n'.join(wrong))
         return pd.DataFrame(rows, columns=['claim', 'number', f'p (Holm, {m} comparisons)', 'paper', 'verdict'])
