@@ -320,7 +320,7 @@ def bootstrap_interval(x:np.ndarray, y:np.ndarray|None=None, confidence:float=0.
 # %% ../nbs/21_stats.ipynb #d1eca001
 def _direction(p:float, diff:float, margin:float|None, alpha:float) -> str|None:
     "The verdict of a test with p-value `p` at level `alpha`: '=' for an equivalence test, else the sign of `diff`."
-    if p >= alpha: return None
+    if p >= round(alpha, 12): return None                # 1 − 0.95 is 0.05000000000000004 in floats
     return '=' if margin is not None else '>' if diff > 0 else '<'
 
 # %% ../nbs/21_stats.ipynb #196c2528
