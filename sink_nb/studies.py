@@ -379,7 +379,8 @@ def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:b
     for v in fresh.variants:
         for what, stat, slack in checks:
             for value in fresh.values(v, what, stat):
-                lines.append(check_rerun(value, saved.values(v, what, stat), f'{v}: {what} {stat}', slack))
+                rate = (0, 100) if stat.startswith('sink') and what in ('final', 'peak', 'mean') else None  # a %
+                lines.append(check_rerun(value, saved.values(v, what, stat), f'{v}: {what} {stat}', slack, rate))
     return lines
 
 # %% ../nbs/22_studies.ipynb #5bb09ca5
