@@ -369,10 +369,9 @@ def stream_parser(sub):
     s.add_argument('model', help='hub id, local folder, .gguf file, or a sink_nb run folder')
     s.add_argument('--T', type=int_at_least(2), default=4096, help='tokens of text (default 4096)')
     s.add_argument('--window', type=int_at_least(1), default=256, help='recent keys kept (default 256)')
-    s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens kept by the sinks policy '
-                                                                     '(default 4)')
-    s.add_argument('--policies', nargs='+', metavar='POLICY', help='eviction policies by name (sink_nb.stream.POLICIES: '
-                   'dense, window, sinks, recompute, and any registered before the command runs; default: all)')
+    s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens the sinks policy keeps (default 4)')
+    s.add_argument('--policies', nargs='+', metavar='POLICY', help='names in sink_nb.stream.POLICIES, each registered '
+                                                                   'one (default: all; --help lists none: no torch)')
     s.add_argument('--positions', choices=('cache', 'original'),
                    help='RoPE position of a kept key: its place in the cache (default) or in the text')
     s.add_argument('--every', type=int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')
