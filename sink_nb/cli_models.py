@@ -4,7 +4,7 @@
 
 # %% ../nbs/27_cli_models.ipynb #b958bc7a
 from __future__ import annotations
-import argparse, json, math, os, tempfile
+import argparse, json, math, tempfile
 from pathlib import Path
 
 from .charts import svg_chart
@@ -73,16 +73,10 @@ def json_text(obj) -> str:
 
 # %% ../nbs/27_cli_models.ipynb #c8110283
 def save_output(path:Path, text:str):
-    "Write an output file whole or not at all; a failure (a full disk, a file removed under us) is one line."
-    tmp, made = path.with_name(f'.{path.name}.tmp-{os.getpid()}'), False     # replaced: never through a hard link
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666); made = True   # new: never a planted link
-        with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
-        os.replace(tmp, path)
-    except BaseException as e:                                          # a Ctrl-C too leaves no temporary file
-        if made: tmp.unlink(missing_ok=True)
-        if not isinstance(e, OSError): raise
-        raise SystemExit(f"sink-nb: cannot write {path} ({e.strerror or e})") from None
+    "Write an output file whole or not at all (`checks.write_text_whole`); a failure is one line, not a traceback."
+    from sink_nb.checks import write_text_whole                         # here: `sink-nb --help` imports no torch
+    try: write_text_whole(path, text)
+    except OSError as e: raise SystemExit(f"sink-nb: {e.strerror or e}") from None
 
 # %% ../nbs/27_cli_models.ipynb #e95fb00b
 def placement_flags(p):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import check_int
+from .checks import check_int, write_text_whole
 from .model import measure_model
 from .runs import Run
 from .train import NonFiniteTraining, train
@@ -244,17 +244,6 @@ def is_study_file(path) -> bool:
     except (OSError, ValueError, RecursionError): return False         # unreadable, not UTF-8, not JSON
     return isinstance(raw, dict) and raw.get('kind') == 'sink_nb study'
 
-def _write_new(path:Path, text:str):
-    "Write `text` to a temporary file beside `path`, then rename it over `path`: a failure leaves the old file whole."
-    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
-    try:
-        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)      # never through a file already there
-        try:
-            with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
-            os.replace(tmp, path)
-        except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
-    except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
-
 # %% ../nbs/22_studies.ipynb #b8d2e020
 def _scalar(v):
     "A numpy or torch scalar as the number it holds, for `json.dumps`; anything else JSON cannot hold is refused."
@@ -272,7 +261,7 @@ def save(self:Study, path) -> Path:
     try: text = json.dumps(dict(kind='sink_nb study', name=self.name, command=self.command, meta=self.meta,
                                 variants=self.variants, runs=self.runs), indent=1, allow_nan=False, default=_scalar)
     except ValueError as e: raise ValueError(f"study {self.name!r} holds a number that is not finite ({e})") from None
-    _write_new(path, text)
+    write_text_whole(path, text)
     return path
 
 # %% ../nbs/22_studies.ipynb #db97ffbe
