@@ -4,7 +4,7 @@
 
 # %% ../nbs/22_studies.ipynb #eabc7bef
 from __future__ import annotations
-import json, math, numbers, os, re, signal, sys, time
+import contextlib, json, math, numbers, os, re, signal, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,9 +70,17 @@ def _worker_signals():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))    # SystemExit: `finally` frees the lock, no traceback
 
 def training_pool(jobs:int):
-    "A pool of `jobs` spawned processes for training; interrupting the caller ends their runs cleanly (no lock left)."
+    "A `with` block's pool of `jobs` spawned training processes; interrupted, their runs end cleanly (no lock left)."
+    return _pool_block(check_int(jobs, 'jobs', 1))                      # checked now, before any process starts
+
+@contextlib.contextmanager
+def _pool_block(jobs:int):
     import multiprocessing as mp
-    return mp.get_context('spawn').Pool(check_int(jobs, 'jobs', 1), initializer=_worker_signals)
+    pool = mp.get_context('spawn').Pool(jobs, initializer=_worker_signals)
+    try: yield pool
+    except BaseException: pool.terminate(); raise                       # SIGTERM: each run ends as a Ctrl-C ends it
+    else: pool.close()                                                  # done: workers leave quietly, no SIGTERM
+    finally: pool.join()
 
 def _train_task(args:tuple, keep_going:bool) -> str:
     "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
