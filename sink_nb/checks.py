@@ -4,9 +4,10 @@
 
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
-import dataclasses, functools, math, numbers, signal, threading, types, typing
+import dataclasses, functools, math, numbers, os, signal, threading, types, typing
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Literal, Union, get_args, get_origin
 
 import torch
@@ -16,7 +17,7 @@ from torch import Tensor
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
            'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'interrupt_safe',
-           'raise_if_interrupted', 'eval_mode']
+           'raise_if_interrupted', 'eval_mode', 'write_text_whole']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -272,3 +273,15 @@ def eval_mode(model:torch.nn.Module):
         yield model
     finally:
         for m, training in modes.items(): m.training = training
+
+# %% ../nbs/00_checks.ipynb #03085cf1
+def write_text_whole(path, text:str):
+    "Write `text` to `path` whole or not at all; an OSError says which file could not be written."
+    path = Path(path); tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)      # new: never through a file already there
+        try:
+            with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
+            os.replace(tmp, path)
+        except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
+    except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None

@@ -4,7 +4,7 @@
 
 # %% ../nbs/27_cli_models.ipynb #b958bc7a
 from __future__ import annotations
-import argparse, json, math, os, tempfile
+import argparse, json, math, tempfile
 from pathlib import Path
 
 from .charts import svg_chart
@@ -73,12 +73,10 @@ def json_text(obj) -> str:
 
 # %% ../nbs/27_cli_models.ipynb #c8110283
 def save_output(path:Path, text:str):
-    "Write an output file; a failure (a full disk, a file removed under us) is one line, not a traceback."
-    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')          # replaced, never written through a hard link
-    try: tmp.write_text(text); os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise SystemExit(f"sink-nb: cannot write {path} ({e.strerror or e})") from None
+    "Write an output file whole or not at all (`checks.write_text_whole`); a failure is one line, not a traceback."
+    from sink_nb.checks import write_text_whole                         # here: `sink-nb --help` imports no torch
+    try: write_text_whole(path, text)
+    except OSError as e: raise SystemExit(f"sink-nb: {e.strerror or e}") from None
 
 # %% ../nbs/27_cli_models.ipynb #e95fb00b
 def placement_flags(p):
@@ -369,10 +367,9 @@ def stream_parser(sub):
     s.add_argument('model', help='hub id, local folder, .gguf file, or a sink_nb run folder')
     s.add_argument('--T', type=int_at_least(2), default=4096, help='tokens of text (default 4096)')
     s.add_argument('--window', type=int_at_least(1), default=256, help='recent keys kept (default 256)')
-    s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens kept by the sinks policy '
-                                                                     '(default 4)')
-    s.add_argument('--policies', nargs='+', metavar='POLICY', help='eviction policies by name (sink_nb.stream.POLICIES: '
-                   'dense, window, sinks, recompute, and any registered before the command runs; default: all)')
+    s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens the sinks policy keeps (default 4)')
+    s.add_argument('--policies', nargs='+', metavar='POLICY', help='names in sink_nb.stream.POLICIES, each registered '
+                                                                   'one (default: all; --help lists none: no torch)')
     s.add_argument('--positions', choices=('cache', 'original'),
                    help='RoPE position of a kept key: its place in the cache (default) or in the text')
     s.add_argument('--every', type=int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/22_studies.ipynb #eabc7bef
 from __future__ import annotations
-import json, math, numbers, os, re, signal, sys, time
+import contextlib, json, math, numbers, os, re, signal, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import check_int
+from .checks import check_int, write_text_whole
 from .model import measure_model
 from .runs import Run
 from .train import NonFiniteTraining, train
@@ -70,9 +70,17 @@ def _worker_signals():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))    # SystemExit: `finally` frees the lock, no traceback
 
 def training_pool(jobs:int):
-    "A pool of `jobs` spawned processes for training; interrupting the caller ends their runs cleanly (no lock left)."
+    "A `with` block's pool of `jobs` spawned training processes; interrupted, their runs end cleanly (no lock left)."
+    return _pool_block(check_int(jobs, 'jobs', 1))                      # checked now, before any process starts
+
+@contextlib.contextmanager
+def _pool_block(jobs:int):
     import multiprocessing as mp
-    return mp.get_context('spawn').Pool(check_int(jobs, 'jobs', 1), initializer=_worker_signals)
+    pool = mp.get_context('spawn').Pool(jobs, initializer=_worker_signals)
+    try: yield pool
+    except BaseException: pool.terminate(); raise                       # SIGTERM: each run ends as a Ctrl-C ends it
+    else: pool.close()                                                  # done: workers leave quietly, no SIGTERM
+    finally: pool.join()
 
 def _train_task(args:tuple, keep_going:bool) -> str:
     "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
@@ -249,17 +257,6 @@ def is_study_file(path) -> bool:
     except (OSError, ValueError, RecursionError): return False         # unreadable, not UTF-8, not JSON
     return isinstance(raw, dict) and raw.get('kind') == 'sink_nb study'
 
-def _write_new(path:Path, text:str):
-    "Write `text` to a temporary file beside `path`, then rename it over `path`: a failure leaves the old file whole."
-    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
-    try:
-        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)      # never through a file already there
-        try:
-            with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
-            os.replace(tmp, path)
-        except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
-    except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
-
 # %% ../nbs/22_studies.ipynb #b8d2e020
 def _scalar(v):
     "A numpy or torch scalar as the number it holds, for `json.dumps`; anything else JSON cannot hold is refused."
@@ -277,7 +274,7 @@ def save(self:Study, path) -> Path:
     try: text = json.dumps(dict(kind='sink_nb study', name=self.name, command=self.command, meta=self.meta,
                                 variants=self.variants, runs=self.runs), indent=1, allow_nan=False, default=_scalar)
     except ValueError as e: raise ValueError(f"study {self.name!r} holds a number that is not finite ({e})") from None
-    _write_new(path, text)
+    write_text_whole(path, text)
     return path
 
 # %% ../nbs/22_studies.ipynb #db97ffbe

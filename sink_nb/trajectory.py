@@ -27,10 +27,10 @@ from .model import SinkLM, n_positions
 from .runs import Run
 
 # %% auto #0
-__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'check_probes_fit',
-           'measure_stats', 'hidden_size', 'rate_settings', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint',
+__all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'measure_stats',
+           'hidden_size', 'rate_settings', 'formation_stats', 'Source', 'resolve_source', 'Checkpoint',
            'parse_progress', 'series_points', 'checkpoint_series', 'model_source', 'check_one_architecture', 'Probes',
-           'run_probes', 'hf_probes', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
+           'run_probes', 'hf_probes', 'check_probes_fit', 'load_point', 'measure_point', 'log_gap', 'check_thresholds']
 
 # %% ../nbs/26_trajectory.ipynb #62896082
 @dataclass
@@ -78,14 +78,6 @@ def trajectory(
                 probe=probes.info)
     if run: meta |= dict(status=status, training=status.startswith(('running', 'starting')), log_gap=log_gap(run, rows))
     return Trajectory(rows, meta)
-
-def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
-    "The probes within the model's positions, and Sink_1 on them able to vary (a window's cap, or chance passing ε)."
-    if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
-        raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {point.label}")
-    T, settings = probes.text.shape[1], rate_settings(model, probes.info.get('divisor', 'reference'))
-    if why := key_problems(T, eps=eps, **settings).get(1):          # as `compare` refuses it
-        raise ValueError(f"Sink_1 of {point.label} on T = {T} tokens cannot vary: {why}")
 
 # %% ../nbs/26_trajectory.ipynb #666f0a41
 def measure_stats(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
@@ -323,6 +315,14 @@ def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
     half = (T - len(info['bos'])) // 2
     ids, diagonals = induction_probe(len(text), half, vocab, tokenizer.all_special_ids, info['bos'], seed)
     return Probes(text, ids, diagonals, info | dict(T=T, induction=dict(half=half, seed=seed)))
+
+def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
+    "The probes within the model's positions, and Sink_1 on them able to vary (a window's cap, or chance passing ε)."
+    if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
+        raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {point.label}")
+    T, settings = probes.text.shape[1], rate_settings(model, probes.info.get('divisor', 'reference'))
+    if why := key_problems(T, eps=eps, **settings).get(1):          # as `compare` refuses it
+        raise ValueError(f"Sink_1 of {point.label} on T = {T} tokens cannot vary: {why}")
 
 # %% ../nbs/26_trajectory.ipynb #e811e93c
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
