@@ -364,9 +364,11 @@ def _check_study_out(out:Path, labels):
 
 def run_cpu_study(args) -> 'Study':
     "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
-    from sink_nb.studies import CPU_STUDIES, run_study
+    from sink_nb.studies import CPU_STUDIES, STUDY_SETTINGS, run_study
     if args.name not in CPU_STUDIES:
         raise SystemExit(f"sink-nb study: NAME must be one of {list(CPU_STUDIES)}, got {args.name!r}")
+    if args.setting not in STUDY_SETTINGS:
+        raise SystemExit(f"sink-nb study: --setting must be one of {list(STUDY_SETTINGS)}, got {args.setting!r}")
     if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
         raise SystemExit(f"sink-nb study: --only names no variant of {args.name!r}: {unknown}; its variants: "
                          f"{list(CPU_STUDIES[args.name])}")
@@ -375,12 +377,15 @@ def run_cpu_study(args) -> 'Study':
     out = args.out or Path('runs') / f'study-{args.name}'
     check_outputs([out], args.json)                                   # not among the runs it trains
     _check_study_out(out, CPU_STUDIES[args.name])
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     command = (f"sink-nb study {args.name} --seeds {args.seeds} --jobs {args.jobs} --out {out}"
+               + (f" --first-seed {args.first_seed}" if args.first_seed else '')
+               + (f" --setting '{args.setting}'" if args.setting != 'demo' else '')
                + (f" --steps {args.steps}" if args.steps else '')
                + (' --only ' + ' '.join(repr(o) for o in args.only) if args.only else '')
                + (f" --json {args.json}" if args.json else ''))
     _fresh_out(out, _STUDY_REPORTS, 'study')
-    try: study = run_study(args.name, out, range(args.seeds), args.only, args.steps, args.jobs, command)
+    try: study = run_study(args.name, out, seeds, args.only, args.steps, args.jobs, command, setting=args.setting)
     except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb study: {e}") from None
     _study_reports(study, out, args.json, command)
     if lost := study.failures():                     # the others are summarised and saved; the exit status says it
@@ -427,7 +432,10 @@ def _study_parser(sub):
                                    'onset of Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this '
                                    'command).')
     s.add_argument('name', metavar='NAME', help='optimization, data, loss, architecture or layout')
-    s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant, 0..N-1 (default 5)')
+    s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant (default 5)')
+    s.add_argument('--first-seed', type=int_at_least(0), default=0,
+                   help='the first seed (default 0: the exploration seeds; studies.STUDY_SEEDS has both sets)')
+    s.add_argument('--setting', default='demo', help='a setting of studies.STUDY_SETTINGS (default demo)')
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
     s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')
     s.add_argument('--only', nargs='+', metavar='VARIANT', help='a subset of the study\'s variants, by label')

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import check_int, write_text_whole
+from .checks import check_choice, check_int, write_text_whole
 from .model import measure_model
 from .runs import Run
 from .train import NonFiniteTraining, train
@@ -20,8 +20,9 @@ from .run_configs import load_run_config
 from .stats import MITIGATIONS, check_rerun, curve_summary, mitigation_config, onset_summary
 
 # %% auto #0
-__all__ = ['CPU_STUDIES', 'RERUN_CHECKS', 'variant_folder', 'train_variant', 'training_pool', 'train_variants', 'Study',
-           'is_study_file', 'study_record', 'run_study', 'check_study_rerun', 'train_mitigations']
+__all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'RERUN_CHECKS', 'in_setting', 'variant_folder', 'train_variant',
+           'training_pool', 'train_variants', 'Study', 'is_study_file', 'study_record', 'read_study', 'run_study',
+           'check_study_rerun', 'train_mitigations']
 
 # %% ../nbs/22_studies.ipynb #63cf15b7
 CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' names another config}
@@ -44,6 +45,15 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                                     ('2 layers x 4 heads', dict(n_layer=2, n_head=4, n_kv_head=4)))
                for op in ('softmax', 'sigmoid')},
 }
+
+# %% ../nbs/22_studies.ipynb #5c10d758
+STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
+STUDY_SETTINGS = {'demo': {}, '2 layers x 4 heads': dict(n_layer=2, n_head=4, n_kv_head=4)}  # fixed before the runs
+
+def in_setting(variants:dict, setting:str='demo') -> dict:
+    "The variants (label -> overrides) in `setting`, a STUDY_SETTINGS name: its overrides under each variant's own."
+    check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
+    return {label: dict(STUDY_SETTINGS[setting], **overrides) for label, overrides in variants.items()}
 
 # %% ../nbs/22_studies.ipynb #b8d2e002
 def variant_folder(label:str) -> str:
@@ -319,19 +329,23 @@ def _only(name:str, variants:dict, only) -> dict:
     if twice := [o for o in variants if only.count(o) > 1]: raise ValueError(f"`only` lists {twice} more than once")
     return {k: v for k, v in variants.items() if k in only}
 
+def read_study(name:str, variants:dict, done:dict, command:str='', meta:dict|None=None) -> Study:
+    "Trained runs, (label, seed) -> folder, read into a Study; a run that stopped early is kept, with why."
+    runs = [study_record(label, s, path) for (label, s), path in done.items()]
+    failed = [f"{r['variant']} seed {r['seed']}: {r['failed']}" for r in runs if r.get('failed')]
+    return Study(name, variants, runs, command, dict(meta or {}, **({'failed': failed} if failed else {})))
+
 def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:int=2, command:str='',
-              variants:dict|None=None) -> Study:
-    "Train study `name` (a CPU_STUDIES key, or `variants` given) for `seeds` into `out`; the runs read into a Study."
+              variants:dict|None=None, setting:str='demo') -> Study:
+    "Train study `name` (a CPU_STUDIES key, or `variants` given) in `setting` for `seeds` into `out`, read as a Study."
     variants = variants if variants is not None else CPU_STUDIES.get(name)
     if variants is None:
         raise ValueError(f"`name` must be one of {list(CPU_STUDIES)} (or pass `variants`), got {name!r}")
     if only is not None: variants = _only(name, variants, only)
-    t0, seeds = time.perf_counter(), _check_seeds(seeds)
+    t0, seeds, variants = time.perf_counter(), _check_seeds(seeds), in_setting(variants, setting)
     done = train_variants(out, variants, seeds, steps, jobs, keep_going=True)    # a diverging run: recorded, not fatal
-    runs = [study_record(label, s, path) for (label, s), path in done.items()]
-    failed = [f"{r['variant']} seed {r['seed']}: {r['failed']}" for r in runs if r.get('failed')]
-    return Study(name, variants, runs, command, dict(seeds=seeds, seconds=round(time.perf_counter() - t0, 1),
-                                                   torch=torch.__version__, **({'failed': failed} if failed else {})))
+    return read_study(name, variants, done, command, dict(seeds=seeds, setting=setting, torch=torch.__version__,
+                                                          seconds=round(time.perf_counter() - t0, 1)))
 
 # %% ../nbs/22_studies.ipynb #b8d2e022
 RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
