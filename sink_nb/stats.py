@@ -7,11 +7,12 @@ from __future__ import annotations
 import json, math, numbers, warnings
 from collections.abc import Iterable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import scipy.stats
 import torch
+from fastcore.basics import patch
 
 from .checks import check_choice, check_int
 from .results import SinkResult
@@ -318,10 +319,10 @@ def bootstrap_interval(x:np.ndarray, y:np.ndarray|None=None, confidence:float=0.
     return float(ci.low), float(ci.high)
 
 # %% ../nbs/21_stats.ipynb #d1eca001
-def _direction(p:float, diff:float, margin:float|None, alpha:float) -> str|None:
-    "The verdict of a test with p-value `p` at level `alpha`: '=' for an equivalence test, else the sign of `diff`."
+def _direction(p:float, diff:float, margin:float|None, alpha:float, states:str|None=None) -> str|None:
+    "The verdict of a test with p-value `p` at level `alpha`: '=' (equivalence), the direction `states`, or diff's sign."
     if p >= round(alpha, 12): return None                # 1 − 0.95 is 0.05000000000000004 in floats
-    return '=' if margin is not None else '>' if diff > 0 else '<'
+    return '=' if margin is not None else states or ('>' if diff > 0 else '<')
 
 # %% ../nbs/21_stats.ipynb #196c2528
 @dataclass
@@ -334,6 +335,9 @@ class Comparison:
     p:float = 1.0                                   # the permutation p of the verdict's test (margin: equivalence)
     pairing:str = ''                                # 'paired by seed, n = 5', 'unpaired (seeds differ: ...)', ...
     holm:tuple|None = None                          # (Holm-adjusted p, number of comparisons) once `Claims` adjusted it
+    states:str|None = None                          # '>' or '<': a one-sided test in the direction stated in advance
+    level:float|None = None                         # the interval's level once adjusted (Bonferroni: 1 − 0.05/m)
+    data:tuple = field(default=(), repr=False)      # (differences,) or (a, b): what the interval resamples
 
     def _side(self, i:int, f) -> str:
         if not self.n[i]: return f'{self.names[i]} {f(self.mean[i])}'
@@ -344,8 +348,9 @@ class Comparison:
         "'softmax 87.7 ± 3.7 vs sigmoid 9.3 ± 3.1, paired by seed, n = 5: Δ = 78.4 [73.1, 83.7] (95 % ...) ... → >'."
         f = lambda x: f'{x:.{digits}f}'
         spread = ('no spread: every difference equal' if self.low == self.high else
-                  f'[{f(self.low)}, {f(self.high)}] ({self.confidence * 100:g} % bootstrap)')
-        test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else '')
+                  f'[{f(self.low)}, {f(self.high)}] ({(self.level or self.confidence) * 100:.4g} % bootstrap)')
+        test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else
+                                  f' (one-sided, {self.names[0]} {self.states} {self.names[1]} stated)' if self.states else '')
         adjusted = f', Holm over {self.holm[1]}: {self.holm[0]:.2g}' if self.holm else ''
         return (f'{self._side(0, f)} vs {self._side(1, f)}, {self.pairing}: Δ = {f(self.diff)} {spread}; '
                 f'{test} = {self.p:.2g}{adjusted} → {self.verdict}')
@@ -358,8 +363,11 @@ class Comparison:
         return f'{self.names[0]} {self.direction} {self.names[1]}{within}'
 
     def adjusted(self, p:float, m:int) -> Comparison:
-        "This comparison with its p adjusted (Holm, over `m` comparisons) and the verdict that p gives."
-        return replace(self, holm=(p, m), direction=_direction(p, self.diff, self.margin, 1 - self.confidence))
+        "With its p adjusted (Holm, over `m` comparisons), that p's verdict, and its interval at 1 − (1 − confidence)/m."
+        level = 1 - (1 - self.confidence) / m                                       # Bonferroni: m intervals hold together
+        low, high = bootstrap_interval(*self.data, confidence=level) if self.data else (self.low, self.high)
+        return replace(self, holm=(p, m), low=low, high=high, level=level,
+                       direction=_direction(p, self.diff, self.margin, 1 - self.confidence, self.states))
 
 # %% ../nbs/21_stats.ipynb #6a4d2e8f
 def _group(values, name:str, min_n:int) -> np.ndarray:
@@ -399,7 +407,9 @@ def _pairing(x, sa, y, sb, paired:bool|None, names) -> tuple[bool, str]:
     return False, f'unpaired ({why}), n = {len(x)} vs {len(y)}'
 
 # %% ../nbs/21_stats.ipynb #e5b7c9d1
-def _check_compare(confidence, margin, names):
+def _check_compare(confidence, margin, names, states=None):
+    check_choice(states, 'states', ('>', '<', None))
+    if states and margin is not None: raise ValueError("`states` (a direction) and `margin` (equivalence) exclude each other")
     if not (_is_number(confidence) and 0.5 < confidence < 1):
         raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
     if margin is not None and not (_is_number(margin) and 0 < margin < math.inf):
@@ -408,20 +418,21 @@ def _check_compare(confidence, margin, names):
         raise ValueError(f"`names` must be two names, a's and b's, got {names!r}")
 
 def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
-                   min_n:int=3, paired:bool|None=None) -> Comparison:
+                   min_n:int=3, paired:bool|None=None, states:str|None=None) -> Comparison:
     "a − b (seed -> value, or values; b may be a number), paired where seeds agree: permutation p, bootstrap CI."
-    _check_compare(confidence, margin, names); names = tuple(map(str, names))
+    _check_compare(confidence, margin, names, states); names = tuple(map(str, names))
     (x, sa), fixed = _seeded(a, 'a', check_int(min_n, 'min_n', 2)), _is_number(b)
     y, sb = (np.asarray([_number(b, 'b')]), None) if fixed else _seeded(b, 'b', min_n)
     if fixed: pair, how = False, f'one-sample against {y[0]:g}, n = {len(x)}'
     else: pair, how = _pairing(x, sa, y, sb, paired, names)
     u, v = (x - y, None) if pair or fixed else (x, y)
-    if margin is None: p = permutation_p(u, v)
+    if margin is None: p = permutation_p(u, v, {'>': 'greater', '<': 'less'}.get(states, 'two-sided'))
     else: p = max(permutation_p(u, v, 'greater', -margin), permutation_p(u, v, 'less', margin))   # two one-sided tests
     diff, sd = float(x.mean() - y.mean()), lambda g: float(g.std(ddof=1))
     return Comparison(names, (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
                       (sd(x), None if fixed else sd(y)), diff, *bootstrap_interval(u, v, confidence), confidence,
-                      margin, _direction(p, diff, margin, 1 - confidence), pair, p, how)
+                      margin, _direction(p, diff, margin, 1 - confidence, states), pair, p, how, None, states,
+                      None, (u,) if v is None else (u, v))
 
 # %% ../nbs/21_stats.ipynb #88482501
 def holm(p) -> list[float]:
@@ -433,7 +444,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #c1a1e001
+# %% ../nbs/21_stats.ipynb #ddf84d3e
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -441,6 +452,15 @@ def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     if ours is None: return 'not resolved'
     return 'opposite' if {ours, paper} == {'>', '<'} else 'not reproduced'
 
+def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
+    "A confirmed claim against the paper: 'reproduced' only where it holds in every one of at least two settings."
+    where = f"{k} of {m} setting{'s' if m > 1 else ''}"
+    if k == 0: return 'not confirmed' + ('' if paper else '; not in the paper')
+    if paper is None: return f'holds in {where}; not in the paper'
+    if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
+    return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
+
+# %% ../nbs/21_stats.ipynb #1893d06f
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -458,25 +478,61 @@ class Claims:
         "A claim that is not a comparison of seeds (one model; a published result this scale cannot test)."
         self.rows.append(dict(claim=claim, number=number, paper_number=paper_number, verdict=verdict))
 
-    def adjusted(self) -> list[Comparison|None]:
-        "Each row's comparison with its Holm-adjusted p and verdict (None for a note)."
-        compared = [r['comparison'] for r in self.rows if 'comparison' in r]
-        adjusted = iter(c.adjusted(p, len(compared)) for c, p in zip(compared, holm([c.p for c in compared])))
-        return [next(adjusted) if 'comparison' in r else None for r in self.rows]
+    def confirm(self, claim:str, explore:tuple, confirm:dict, states:str, holds, names=('a', 'b'),
+                paper:str|None=None, paper_number:str='-', digits:int=1) -> dict:
+        "A claim worded on exploration seeds (a, b), decided on each setting's confirmation seeds {setting: (a, b)}."
+        check_choice(states, 'states', ('>', '<')); check_choice(paper, 'paper', ('>', '<', '=', None))
+        if not (isinstance(confirm, dict) and confirm and all(isinstance(g, tuple) and len(g) == 2
+                                                                for g in confirm.values())):
+            raise ValueError(f"`confirm` must map each setting to its groups (a, b), at least one, got {confirm!r:.80}")
+        if isinstance(holds, str) or (unknown := set(holds) - set(confirm)):
+            raise ValueError(f"`holds` must list settings of `confirm` {list(confirm)}, got {holds!r}")
+        tests = {s: compare_groups(a, b, names, states=states) for s, (a, b) in confirm.items()}
+        self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names), tests=tests, states=states,
+                              holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
+        return tests
 
-    def table(self) -> 'pd.DataFrame':
-        "The claims, one row each; AssertionError naming every claim whose adjusted verdict is not its `expect`."
-        import pandas as pd
-        rows, wrong, m = [], [], sum('comparison' in r for r in self.rows)
-        for r, c in zip(self.rows, self.adjusted()):
-            if c is not None and c.direction != r['expect']:
-                states = f"{c.names[0]} {r['expect'] or '(no direction)'} {c.names[1]}"
-                wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
-            number = r['number'] if c is None else c.text(r['digits'])
-            verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'], c.verdict)   # written out: as written
-            rows.append((r['claim'], number, '-' if c is None else f'{c.holm[0]:.2g}', r['paper_number'], verdict))
-        if wrong: raise AssertionError('\n'.join(wrong))
-        return pd.DataFrame(rows, columns=['claim', 'number', f'p (Holm, {m} comparisons)', 'paper', 'verdict'])
+# %% ../nbs/21_stats.ipynb #23b40570
+def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
+    [row['comparison']] if 'comparison' in row else [])
+
+@patch
+def adjusted(self:Claims) -> list:
+    "Each row's tests with Holm-adjusted p, verdict and Bonferroni interval: a Comparison, {setting: ...} or None."
+    tests = [c for r in self.rows for c in _tests(r)]
+    done = iter(c.adjusted(p, len(tests)) for c, p in zip(tests, holm([c.p for c in tests])))
+    return [dict(zip(r['tests'], (next(done) for _ in r['tests']))) if 'tests' in r else
+            next(done) if 'comparison' in r else None for r in self.rows]
+
+def _confirmed_row(r:dict, tests:dict, wrong:list) -> tuple:
+    "A confirmed claim's table row; a line in `wrong` where it holds in settings other than those `holds` names."
+    holding = [s for s, c in tests.items() if c.direction == r['states']]
+    if set(holding) != set(r['holds']):
+        wrong.append(f"claim {r['claim']!r} is said to hold in {list(r['holds'])}; the confirmation seeds give "
+                     + '; '.join(f'{s}: {c.text(r["digits"])}' for s, c in tests.items()))
+    k, m = len(holding), len(tests)
+    return (r['claim'], f"exploration: {r['explore'].text(r['digits'])}",
+            '; '.join(f'{s}: {c.text(r["digits"])}' for s, c in tests.items()),
+            f'{k} of {m}' + (f' ({", ".join(holding)})' if 0 < k < m else ''),
+            ' / '.join(f'{c.holm[0]:.2g}' for c in tests.values()), r['paper_number'],
+            _confirmed_verdict(r['states'], r['paper'], k, m))
+
+@patch
+def table(self:Claims) -> 'pd.DataFrame':
+    "The claims, one row each; AssertionError naming every claim the adjusted data do not state as the notebook does."
+    import pandas as pd
+    rows, wrong, m = [], [], sum(len(_tests(r)) for r in self.rows)
+    for r, c in zip(self.rows, self.adjusted()):
+        if 'tests' in r: rows.append(_confirmed_row(r, c, wrong)); continue
+        if c is not None and c.direction != r['expect']:
+            states = f"{c.names[0]} {r['expect'] or '(no direction)'} {c.names[1]}"
+            wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
+        number = r['number'] if c is None else c.text(r['digits'])
+        verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'], c.verdict)   # written out: as written
+        rows.append((r['claim'], number, '-', '-', '-' if c is None else f'{c.holm[0]:.2g}', r['paper_number'], verdict))
+    if wrong: raise AssertionError('\n'.join(wrong))
+    return pd.DataFrame(rows, columns=['claim', 'number', 'confirmation seeds', 'holds in (settings)',
+                                       f'p (Holm, {m} tests)', 'paper', 'verdict'])
 
 # %% ../nbs/21_stats.ipynb #296fff3c
 def check_rerun(fresh:float, saved, what:str, slack:float=0.0, bounds:tuple|None=None) -> str:

@@ -21,8 +21,8 @@ from .stats import MITIGATIONS, check_rerun, curve_summary, mitigation_config, o
 
 # %% auto #0
 __all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'RERUN_CHECKS', 'in_setting', 'variant_folder', 'train_variant',
-           'training_pool', 'train_variants', 'Study', 'is_study_file', 'study_record', 'read_study', 'run_study',
-           'check_study_rerun', 'train_mitigations']
+           'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation',
+           'confirmation_groups', 'study_record', 'read_study', 'run_study', 'check_study_rerun', 'train_mitigations']
 
 # %% ../nbs/22_studies.ipynb #63cf15b7
 CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' names another config}
@@ -46,7 +46,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                for op in ('softmax', 'sigmoid')},
 }
 
-# %% ../nbs/22_studies.ipynb #5c10d758
+# %% ../nbs/22_studies.ipynb #1e35704a
 STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
 STUDY_SETTINGS = {'demo': {}, '2 layers x 4 heads': dict(n_layer=2, n_head=4, n_kv_head=4)}  # fixed before the runs
 
@@ -301,6 +301,28 @@ def load(cls:Study, path) -> Study:
         raise ValueError(f"{path} is a study without {', '.join(missing)}")
     try: return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{path}: {e}") from None
+
+# %% ../nbs/22_studies.ipynb #e9ed0877
+def confirmation_file(name:str, setting:str='demo') -> str:
+    "The file name of study `name`'s confirmation seeds in `setting` (a STUDY_SETTINGS name)."
+    check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
+    return f"{variant_folder(name)}_{'' if setting == 'demo' else variant_folder(setting) + '_'}confirm_cpu.json"
+
+def load_confirmation(folder, name:str) -> dict[str, Study]:
+    "{setting: Study} of study `name`'s confirmation seeds, for each setting that has a file in `folder`."
+    return {s: Study.load(path) for s in STUDY_SETTINGS if (path := Path(folder) / confirmation_file(name, s)).exists()}
+
+def _side(side) -> tuple[str, str, str]:
+    "A side of a comparison as (variant, what, stat): a label alone is its final Sink₁."
+    side = (side,) if isinstance(side, str) else tuple(side)
+    if not 1 <= len(side) <= 3: raise ValueError(f"a side must be a variant or (variant, what, stat), got {side!r}")
+    return side + ('final', 'sink1')[len(side) - 1:]
+
+def confirmation_groups(studies:dict, a, b) -> dict[str, tuple[dict, dict]]:
+    "{setting: (a's, b's) seed -> value} for each setting's study holding both sides (a variant, or (variant, what, stat))."
+    a, b = _side(a), _side(b)
+    return {s: (study.by_seed(*a), study.by_seed(*b)) for s, study in studies.items()
+            if a[0] in study.variants and b[0] in study.variants}
 
 # %% ../nbs/22_studies.ipynb #ffc78a47
 def study_record(label:str, seed:int, run_dir) -> dict:
