@@ -22,7 +22,8 @@ from .stats import MITIGATIONS, check_rerun, curve_summary, mitigation_config, o
 # %% auto #0
 __all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'RERUN_CHECKS', 'in_setting', 'variant_folder', 'train_variant',
            'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation',
-           'confirmation_groups', 'study_record', 'read_study', 'run_study', 'check_study_rerun', 'train_mitigations']
+           'confirmation_groups', 'confirm_claim', 'study_record', 'read_study', 'run_study', 'check_study_rerun',
+           'train_mitigations']
 
 # %% ../nbs/22_studies.ipynb #63cf15b7
 CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' names another config}
@@ -46,7 +47,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                for op in ('softmax', 'sigmoid')},
 }
 
-# %% ../nbs/22_studies.ipynb #1e35704a
+# %% ../nbs/22_studies.ipynb #d6c3c47a
 STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
 STUDY_SETTINGS = {'demo': {}, '2 layers x 4 heads': dict(n_layer=2, n_head=4, n_kv_head=4)}  # fixed before the runs
 
@@ -302,7 +303,7 @@ def load(cls:Study, path) -> Study:
     try: return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{path}: {e}") from None
 
-# %% ../nbs/22_studies.ipynb #e9ed0877
+# %% ../nbs/22_studies.ipynb #3a15e0c8
 def confirmation_file(name:str, setting:str='demo') -> str:
     "The file name of study `name`'s confirmation seeds in `setting` (a STUDY_SETTINGS name)."
     check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
@@ -323,6 +324,13 @@ def confirmation_groups(studies:dict, a, b) -> dict[str, tuple[dict, dict]]:
     a, b = _side(a), _side(b)
     return {s: (study.by_seed(*a), study.by_seed(*b)) for s, study in studies.items()
             if a[0] in study.variants and b[0] in study.variants}
+
+# %% ../nbs/22_studies.ipynb #b622714c
+def confirm_claim(claims, claim:str, explore:Study, confirm:dict, a, b, states:str, holds, names=('a', 'b'),
+                  paper:str|None=None, paper_number:str='-', digits:int=1) -> dict:
+    "`claims.confirm` of sides a and b (`confirmation_groups`): exploration seeds from `explore`, then each setting's."
+    return claims.confirm(claim, confirmation_groups({'': explore}, a, b)[''], confirmation_groups(confirm, a, b),
+                          states, holds, names, paper, paper_number, digits)
 
 # %% ../nbs/22_studies.ipynb #ffc78a47
 def study_record(label:str, seed:int, run_dir) -> dict:
