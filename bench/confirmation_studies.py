@@ -20,7 +20,7 @@ from sink_nb.studies import (CPU_STUDIES, STUDY_SEEDS, STUDY_SETTINGS, confirmat
 STUDIES = ('optimization', 'data', 'loss', 'architecture')
 SECOND = list(STUDY_SETTINGS)[1]
 IN_SECOND = ['lr=0.003', 'lr=0.03', 'random x1', 'random x1, BOS id at x2', 'wd=0.5', 'wd=2', 'prefix 20',
-             'window 8, probe T=16', 'sigmoid, no norm', 'key bias', 'sink token']       # + the demo
+             'window 8, probe T=16', 'causal, probe T=16', 'sigmoid, no norm', 'key bias', 'sink token']  # + demo
 RESULTS = Path(__file__).resolve().parents[1] / 'nbs' / 'experiments' / 'results'
 
 
