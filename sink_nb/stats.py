@@ -320,7 +320,7 @@ def bootstrap_interval(x:np.ndarray, y:np.ndarray|None=None, confidence:float=0.
 
 # %% ../nbs/21_stats.ipynb #d1eca001
 def _direction(p:float, diff:float, margin:float|None, alpha:float, states:str|None=None) -> str|None:
-    "The verdict of a test with p-value `p` at level `alpha`: '=' (equivalence), the direction `states`, or diff's sign."
+    "The verdict of a test with p-value `p` at level `alpha`: '=' (equivalence), the direction `states`, or the sign."
     if p >= round(alpha, 12): return None                # 1 − 0.95 is 0.05000000000000004 in floats
     return '=' if margin is not None else states or ('>' if diff > 0 else '<')
 
@@ -349,8 +349,8 @@ class Comparison:
         f = lambda x: f'{x:.{digits}f}'
         spread = ('no spread: every difference equal' if self.low == self.high else
                   f'[{f(self.low)}, {f(self.high)}] ({(self.level or self.confidence) * 100:.4g} % bootstrap)')
-        test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else
-                                  f' (one-sided, {self.names[0]} {self.states} {self.names[1]} stated)' if self.states else '')
+        stated = f' (one-sided, {self.names[0]} {self.states} {self.names[1]} stated)' if self.states else ''
+        test = 'permutation p' + (f' (equivalence ±{self.margin:g})' if self.margin is not None else stated)
         adjusted = f', Holm over {self.holm[1]}: {self.holm[0]:.2g}' if self.holm else ''
         return (f'{self._side(0, f)} vs {self._side(1, f)}, {self.pairing}: Δ = {f(self.diff)} {spread}; '
                 f'{test} = {self.p:.2g}{adjusted} → {self.verdict}')
@@ -363,8 +363,8 @@ class Comparison:
         return f'{self.names[0]} {self.direction} {self.names[1]}{within}'
 
     def adjusted(self, p:float, m:int) -> Comparison:
-        "With its p adjusted (Holm, over `m` comparisons), that p's verdict, and its interval at 1 − (1 − confidence)/m."
-        level = 1 - (1 - self.confidence) / m                                       # Bonferroni: m intervals hold together
+        "With its p adjusted (Holm, over `m` comparisons), that p's verdict, its interval at 1 − (1 − confidence)/m."
+        level = 1 - (1 - self.confidence) / m                                 # Bonferroni: m intervals hold together
         low, high = bootstrap_interval(*self.data, confidence=level) if self.data else (self.low, self.high)
         return replace(self, holm=(p, m), low=low, high=high, level=level,
                        direction=_direction(p, self.diff, self.margin, 1 - self.confidence, self.states))
@@ -409,7 +409,8 @@ def _pairing(x, sa, y, sb, paired:bool|None, names) -> tuple[bool, str]:
 # %% ../nbs/21_stats.ipynb #e5b7c9d1
 def _check_compare(confidence, margin, names, states=None):
     check_choice(states, 'states', ('>', '<', None))
-    if states and margin is not None: raise ValueError("`states` (a direction) and `margin` (equivalence) exclude each other")
+    if states and margin is not None:
+        raise ValueError("`states` (a direction) and `margin` (equivalence) exclude each other")
     if not (_is_number(confidence) and 0.5 < confidence < 1):
         raise ValueError(f"`confidence` must be in (0.5, 1), got {confidence}")
     if margin is not None and not (_is_number(margin) and 0 < margin < math.inf):
@@ -444,7 +445,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #b465322e
+# %% ../nbs/21_stats.ipynb #53352ca4
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -460,7 +461,7 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
-# %% ../nbs/21_stats.ipynb #32cf21d8
+# %% ../nbs/21_stats.ipynb #05ef809e
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -492,7 +493,7 @@ class Claims:
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
         return tests
 
-# %% ../nbs/21_stats.ipynb #0cb06285
+# %% ../nbs/21_stats.ipynb #2d65a05a
 def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
     [row['comparison']] if 'comparison' in row else [])
 
@@ -529,7 +530,8 @@ def table(self:Claims) -> 'pd.DataFrame':
             wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
         number = r['number'] if c is None else c.text(r['digits'])
         verdict = r['verdict'] or _paper_verdict(c.direction, r['paper'], c.verdict)   # written out: as written
-        rows.append((r['claim'], number, '-', '-', '-' if c is None else f'{c.holm[0]:.2g}', r['paper_number'], verdict))
+        p = '-' if c is None else f'{c.holm[0]:.2g}'
+        rows.append((r['claim'], number, '-', '-', p, r['paper_number'], verdict))
     if wrong: raise AssertionError('\n'.join(wrong))
     return pd.DataFrame(rows, columns=['claim', 'number', 'confirmation seeds', 'holds in (settings)',
                                        f'p (Holm, {m} tests)', 'paper', 'verdict'])
