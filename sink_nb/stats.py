@@ -445,7 +445,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #53352ca4
+# %% ../nbs/21_stats.ipynb #208a3f47
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -461,7 +461,7 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
-# %% ../nbs/21_stats.ipynb #05ef809e
+# %% ../nbs/21_stats.ipynb #ef855216
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -493,7 +493,7 @@ class Claims:
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
         return tests
 
-# %% ../nbs/21_stats.ipynb #2d65a05a
+# %% ../nbs/21_stats.ipynb #b098b782
 def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
     [row['comparison']] if 'comparison' in row else [])
 
