@@ -29,7 +29,8 @@ __all__ = ['MITIGATIONS', 'QUANT_COLUMNS', 'EVICTION_COLUMNS', 'STAT_COLUMNS', '
            'sink_at', 'curve_summary', 'k_of_n', 'onset_summary', 'residual_outliers', 'quantisation_cost',
            'quantisation_costs', 'eviction_nll', 'eviction_columns', 'eviction_costs', 'eviction_stats', 'variant_of',
            'run_stats', 'stat_columns', 'summarise', 'stats_table', 'permutation_p', 'bootstrap_interval', 'Comparison',
-           'compare_groups', 'holm', 'Claims', 'check_rerun', 'variant_labels', 'compare_runs', 'paper_row']
+           'compare_groups', 'holm', 'Claims', 'hangs_on_one_seed', 'check_rerun', 'variant_labels', 'compare_runs',
+           'paper_row']
 
 # %% ../nbs/21_stats.ipynb #2267b8d9
 MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
@@ -445,7 +446,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #208a3f47
+# %% ../nbs/21_stats.ipynb #d1912ccd
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -461,7 +462,7 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
-# %% ../nbs/21_stats.ipynb #ef855216
+# %% ../nbs/21_stats.ipynb #e5f0f725
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -493,7 +494,7 @@ class Claims:
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
         return tests
 
-# %% ../nbs/21_stats.ipynb #b098b782
+# %% ../nbs/21_stats.ipynb #eeacfc85
 def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
     [row['comparison']] if 'comparison' in row else [])
 
@@ -505,6 +506,14 @@ def adjusted(self:Claims) -> list:
     return [dict(zip(r['tests'], (next(done) for _ in r['tests']))) if 'tests' in r else
             next(done) if 'comparison' in r else None for r in self.rows]
 
+def hangs_on_one_seed(c:Comparison) -> bool:
+    "Does a resolved, paired comparison's adjusted verdict fall with some one seed left out (its Holm factor kept)?"
+    if c.direction in (None, '=') or len(c.data) != 1 or c.holm is None: return False
+    u, factor = c.data[0], c.holm[0] / c.p
+    side = {'>': 'greater', '<': 'less'}.get(c.states, 'two-sided')
+    return any(factor * permutation_p(np.delete(u, i), alternative=side) >= round(1 - c.confidence, 12)
+               for i in range(len(u)))
+
 def _confirmed_row(r:dict, tests:dict, wrong:list) -> tuple:
     "A confirmed claim's table row; a line in `wrong` where it holds in settings other than those `holds` names."
     holding = [s for s, c in tests.items() if c.direction == r['states']]
@@ -514,7 +523,8 @@ def _confirmed_row(r:dict, tests:dict, wrong:list) -> tuple:
     k, m = len(holding), len(tests)
     return (r['claim'], f"exploration: {r['explore'].text(r['digits'])}",
             '; '.join(f'{s}: {c.text(r["digits"])}' for s, c in tests.items()),
-            f'{k} of {m}' + (f' ({", ".join(holding)})' if 0 < k < m else ''),
+            f'{k} of {m}' + (f' ({", ".join(holding)})' if 0 < k < m else '') + ''.join(
+                f'; {s}: hangs on one seed' for s in holding if hangs_on_one_seed(tests[s])),
             ' / '.join(f'{c.holm[0]:.2g}' for c in tests.values()), r['paper_number'],
             _confirmed_verdict(r['states'], r['paper'], k, m))
 
