@@ -337,7 +337,7 @@ class Comparison:
     pairing:str = ''                                # 'paired by seed, n = 5', 'unpaired (seeds differ: ...)', ...
     holm:tuple|None = None                          # (Holm-adjusted p, number of comparisons) once `Claims` adjusted it
     states:str|None = None                          # '>' or '<': a one-sided test in the direction stated in advance
-    level:float|None = None                         # the interval's level once adjusted (Bonferroni: 1 − 0.05/m)
+    level:float|None = None                         # the interval's level once adjusted: that of its Holm step
     data:tuple = field(default=(), repr=False)      # (differences,) or (a, b): what the interval resamples
 
     def _side(self, i:int, f) -> str:
@@ -364,8 +364,9 @@ class Comparison:
         return f'{self.names[0]} {self.direction} {self.names[1]}{within}'
 
     def adjusted(self, p:float, m:int) -> Comparison:
-        "With its p adjusted (Holm, over `m` comparisons), that p's verdict, its interval at 1 − (1 − confidence)/m."
-        level = 1 - (1 - self.confidence) / m                                 # Bonferroni: m intervals hold together
+        "With its p adjusted (Holm, over `m` comparisons), that p's verdict, and its interval at its Holm step's level."
+        step = (1 - self.confidence) * self.p / p if p > 0 else (1 - self.confidence) / m    # the level its p is held to
+        level = 1 - step * (2 if self.states else 1)              # a one-sided test: each tail of the interval at `step`
         low, high = bootstrap_interval(*self.data, confidence=level) if self.data else (self.low, self.high)
         return replace(self, holm=(p, m), low=low, high=high, level=level,
                        direction=_direction(p, self.diff, self.margin, 1 - self.confidence, self.states))
@@ -446,7 +447,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #d1912ccd
+# %% ../nbs/21_stats.ipynb #572d4f6b
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -462,7 +463,7 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
-# %% ../nbs/21_stats.ipynb #e5f0f725
+# %% ../nbs/21_stats.ipynb #05e94e97
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -494,13 +495,13 @@ class Claims:
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
         return tests
 
-# %% ../nbs/21_stats.ipynb #eeacfc85
+# %% ../nbs/21_stats.ipynb #ad995752
 def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
     [row['comparison']] if 'comparison' in row else [])
 
 @patch
 def adjusted(self:Claims) -> list:
-    "Each row's tests with Holm-adjusted p, verdict and Bonferroni interval: a Comparison, {setting: ...} or None."
+    "Each row's tests with Holm-adjusted p, verdict and interval at their Holm step: a Comparison, {setting: ...} or None."
     tests = [c for r in self.rows for c in _tests(r)]
     done = iter(c.adjusted(p, len(tests)) for c, p in zip(tests, holm([c.p for c in tests])))
     return [dict(zip(r['tests'], (next(done) for _ in r['tests']))) if 'tests' in r else

@@ -47,7 +47,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                for op in ('softmax', 'sigmoid')},
 }
 
-# %% ../nbs/22_studies.ipynb #5b1b960f
+# %% ../nbs/22_studies.ipynb #7619a19d
 STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
 STUDY_SETTINGS = {'demo': {}, '2 layers x 4 heads': dict(n_layer=2, n_head=4, n_kv_head=4)}  # fixed before the runs
 
@@ -303,7 +303,7 @@ def load(cls:Study, path) -> Study:
     try: return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{path}: {e}") from None
 
-# %% ../nbs/22_studies.ipynb #c8fe2eef
+# %% ../nbs/22_studies.ipynb #98580795
 def confirmation_file(name:str, setting:str='demo') -> str:
     "The file name of study `name`'s confirmation seeds in `setting` (a STUDY_SETTINGS name)."
     check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
@@ -325,7 +325,7 @@ def confirmation_groups(studies:dict, a, b) -> dict[str, tuple[dict, dict]]:
     return {s: (study.by_seed(*a), study.by_seed(*b)) for s, study in studies.items()
             if a[0] in study.variants and b[0] in study.variants}
 
-# %% ../nbs/22_studies.ipynb #6c652ad1
+# %% ../nbs/22_studies.ipynb #29802206
 def confirm_claim(claims, claim:str, explore:Study, confirm:dict, a, b, states:str, holds, names=('a', 'b'),
                   paper:str|None=None, paper_number:str='-', digits:int=1) -> dict:
     "`claims.confirm` of sides a and b (`confirmation_groups`): exploration seeds from `explore`, then each setting's."
