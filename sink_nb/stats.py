@@ -447,7 +447,7 @@ def holm(p) -> list[float]:
     out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
     return out.tolist()
 
-# %% ../nbs/21_stats.ipynb #572d4f6b
+# %% ../nbs/21_stats.ipynb #7c74523a
 def _paper_verdict(ours:str|None, paper:str|None, words:str='') -> str:
     "Our direction against the paper's; with none published, our verdict in `words` and 'not in the paper'."
     if paper is None: return f'{words}; not in the paper' if words else 'not in the paper'
@@ -463,7 +463,7 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
-# %% ../nbs/21_stats.ipynb #05e94e97
+# %% ../nbs/21_stats.ipynb #2b460102
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
@@ -495,7 +495,7 @@ class Claims:
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
         return tests
 
-# %% ../nbs/21_stats.ipynb #ad995752
+# %% ../nbs/21_stats.ipynb #bc04d435
 def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 'tests' in row else (
     [row['comparison']] if 'comparison' in row else [])
 

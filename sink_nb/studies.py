@@ -47,7 +47,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                for op in ('softmax', 'sigmoid')},
 }
 
-# %% ../nbs/22_studies.ipynb #7619a19d
+# %% ../nbs/22_studies.ipynb #1c509303
 STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
 STUDY_SETTINGS = {'demo': {}, '2 layers x 4 heads': dict(n_layer=2, n_head=4, n_kv_head=4)}  # fixed before the runs
 
@@ -303,7 +303,7 @@ def load(cls:Study, path) -> Study:
     try: return cls(raw['name'], raw['variants'], raw['runs'], raw.get('command', ''), raw.get('meta', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{path}: {e}") from None
 
-# %% ../nbs/22_studies.ipynb #98580795
+# %% ../nbs/22_studies.ipynb #7ea65d2c
 def confirmation_file(name:str, setting:str='demo') -> str:
     "The file name of study `name`'s confirmation seeds in `setting` (a STUDY_SETTINGS name)."
     check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
@@ -325,7 +325,7 @@ def confirmation_groups(studies:dict, a, b) -> dict[str, tuple[dict, dict]]:
     return {s: (study.by_seed(*a), study.by_seed(*b)) for s, study in studies.items()
             if a[0] in study.variants and b[0] in study.variants}
 
-# %% ../nbs/22_studies.ipynb #29802206
+# %% ../nbs/22_studies.ipynb #401def7f
 def confirm_claim(claims, claim:str, explore:Study, confirm:dict, a, b, states:str, holds, names=('a', 'b'),
                   paper:str|None=None, paper_number:str='-', digits:int=1) -> dict:
     "`claims.confirm` of sides a and b (`confirmation_groups`): exploration seeds from `explore`, then each setting's."
