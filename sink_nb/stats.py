@@ -482,7 +482,7 @@ class Claims:
         self.rows.append(dict(claim=claim, number=number, paper_number=paper_number, verdict=verdict))
 
     def confirm(self, claim:str, explore:tuple, confirm:dict, states:str, holds, names=('a', 'b'),
-                paper:str|None=None, paper_number:str='-', digits:int=1) -> dict:
+                paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None) -> dict:
         "A claim worded on exploration seeds (a, b), decided on each setting's confirmation seeds {setting: (a, b)}."
         check_choice(states, 'states', ('>', '<')); check_choice(paper, 'paper', ('>', '<', '=', None))
         if not (isinstance(confirm, dict) and confirm and all(isinstance(g, tuple) and len(g) == 2
@@ -492,7 +492,7 @@ class Claims:
             raise ValueError(f"`holds` must list settings of `confirm` {list(confirm)}, got {holds!r}")
         tests = {s: compare_groups(a, b, names, states=states) for s, (a, b) in confirm.items()}
         self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names), tests=tests, states=states,
-                              holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits))
+                              holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits, verdict=verdict))
         return tests
 
 # %% ../nbs/21_stats.ipynb #bc04d435
@@ -527,7 +527,7 @@ def _confirmed_row(r:dict, tests:dict, wrong:list) -> tuple:
             f'{k} of {m}' + (f' ({", ".join(holding)})' if 0 < k < m else '') + ''.join(
                 f'; {s}: hangs on one seed' for s in holding if hangs_on_one_seed(tests[s])),
             ' / '.join(f'{c.holm[0]:.2g}' for c in tests.values()), r['paper_number'],
-            _confirmed_verdict(r['states'], r['paper'], k, m))
+            r['verdict'] or _confirmed_verdict(r['states'], r['paper'], k, m))        # written out: as written
 
 @patch
 def table(self:Claims) -> 'pd.DataFrame':
