@@ -365,8 +365,8 @@ class Comparison:
 
     def adjusted(self, p:float, m:int) -> Comparison:
         "With its p adjusted (Holm, over `m` comparisons), that p's verdict, and its interval at its Holm step's level."
-        step = (1 - self.confidence) * self.p / p if p > 0 else (1 - self.confidence) / m    # the level its p is held to
-        level = 1 - step * (2 if self.states else 1)              # a one-sided test: each tail of the interval at `step`
+        step = (1 - self.confidence) * self.p / p if p > 0 else (1 - self.confidence) / m   # the level p is held to
+        level = 1 - step * (2 if self.states else 1)            # one-sided: each tail of the interval at `step`
         low, high = bootstrap_interval(*self.data, confidence=level) if self.data else (self.low, self.high)
         return replace(self, holm=(p, m), low=low, high=high, level=level,
                        direction=_direction(p, self.diff, self.margin, 1 - self.confidence, self.states))
@@ -492,7 +492,8 @@ class Claims:
             raise ValueError(f"`holds` must list settings of `confirm` {list(confirm)}, got {holds!r}")
         tests = {s: compare_groups(a, b, names, states=states) for s, (a, b) in confirm.items()}
         self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names), tests=tests, states=states,
-                              holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits, verdict=verdict))
+                              holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits,
+                              verdict=verdict))
         return tests
 
 # %% ../nbs/21_stats.ipynb #bc04d435
@@ -501,7 +502,7 @@ def _tests(row:dict) -> list[Comparison]: return list(row['tests'].values()) if 
 
 @patch
 def adjusted(self:Claims) -> list:
-    "Each row's tests with Holm-adjusted p, verdict and interval at their Holm step: a Comparison, {setting: ...} or None."
+    "Each row's tests with Holm-adjusted p, verdict and interval at their Holm step: Comparison, {setting: ...}, None."
     tests = [c for r in self.rows for c in _tests(r)]
     done = iter(c.adjusted(p, len(tests)) for c, p in zip(tests, holm([c.p for c in tests])))
     return [dict(zip(r['tests'], (next(done) for _ in r['tests']))) if 'tests' in r else
