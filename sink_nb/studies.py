@@ -424,6 +424,17 @@ def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:b
                 lines.append(check_rerun(value, saved.values(v, what, stat), f'{v}: {what} {stat}', slack, rate))
     return lines
 
+# %% ../nbs/22_studies.ipynb #9a1d536b
+@patch
+def joined(self:Study, other:Study) -> Study:
+    "This study's runs and `other`'s as one Study: the same name, variants and setting; a seed in both is refused."
+    if not isinstance(other, Study): raise TypeError(f"`other` must be a Study, got {type(other).__name__}")
+    settings = [s.meta.get('setting', 'demo') for s in (self, other)]
+    if self.name != other.name or settings[0] != settings[1] or not _same(self.variants, other.variants):
+        raise ValueError(f"study {self.name!r} ({settings[0]}) and {other.name!r} ({settings[1]}) are not runs of the "
+                         "same variants in the same setting: they are not joined")
+    return Study(self.name, self.variants, self.runs + other.runs, self.command, dict(self.meta, joined=other.command))
+
 # %% ../nbs/22_studies.ipynb #5bb09ca5
 def train_mitigations(out, names=tuple(MITIGATIONS), seeds=(0,), steps:int=600, jobs:int=2) -> list[Path]:
     "Train demo-NAME for every name and seed into out/NAME/seedK, `jobs` processes at a time; the run folders."
