@@ -14,7 +14,8 @@ from .cli_models import (check_outputs, eps_arg, heads_parser, int_at_least, jso
                                 run_stream, run_trajectory, save_output, stream_parser, trajectory_parser)
 
 # %% auto #0
-__all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_train', 'run_compare', 'run_mitigations', 'run_cpu_study', 'main']
+__all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_corpus', 'run_train', 'run_compare', 'run_mitigations',
+           'run_cpu_study', 'main']
 
 # %% ../nbs/28_cli.ipynb #45499051
 DEMO_VARIANTS = {'softmax': 'demo-softmax', 'sigmoid': 'demo-sigmoid'}
@@ -159,6 +160,7 @@ def run_prepare(args) -> dict:
     kw = dict(split=args.split, text_field=args.text_field, overwrite=args.overwrite, progress=not args.quiet)
     if args.val_docs is not None: kw['val_docs'] = args.val_docs
     if args.num_proc is not None: kw['num_proc'] = args.num_proc
+    if args.val_split is not None: kw['val_split'] = args.val_split
     try: path = prepare(args.source, args.out, args.tokenizer, **kw)
     except (OSError, ValueError) as e:
         raise SystemExit(f"sink-nb prepare: {str(e).replace('overwrite=True', '--overwrite')}") from None
@@ -166,6 +168,25 @@ def run_prepare(args) -> dict:
     for part, s in parts.items(): print(f"{part}: {len(s):,} tokens in {s.n_docs:,} documents")
     print(f"wrote {path}")
     return {part: len(s) for part, s in parts.items()}
+
+# %% ../nbs/28_cli.ipynb #2788598f
+def run_corpus(args) -> dict:
+    "The `corpus` command: build a package corpus and its tokenizer under --out; the card."
+    from sink_nb.corpora import build_package_corpus, train_tokenizer
+    out = args.out or Path('~/.cache/sink_nb/corpora').expanduser() / args.name
+    try:
+        build_package_corpus(args.name, out, cache=args.cache, packages=args.packages, num_proc=args.num_proc,
+                             overwrite=args.overwrite, progress=not args.quiet)
+        tok = train_tokenizer(out, args.vocab_size, progress=not args.quiet)
+    except (OSError, ValueError, RuntimeError) as e:
+        raise SystemExit(f"sink-nb corpus: {str(e).replace('overwrite=True', '--overwrite')}") from None
+    card = json.loads((out / 'card.json').read_text()); t = card['totals']
+    print(f"{args.name}: {t['documents']:,} documents, {t['megabytes']:.1f} MB of text from {len(card['packages'])} "
+          f"packages; {t['heldout_documents']:,} documents ({t['heldout_megabytes']:.1f} MB) held out. "
+          f"Card: {out / 'CARD.md'}")
+    print(f"tokenizer, {args.vocab_size} entries: {tok}\nnext: sink-nb prepare {out / 'train.jsonl'} --val-split "
+          f"{out / 'heldout.jsonl'} --tokenizer {tok} --out SHARDS")
+    return card
 
 # %% ../nbs/28_cli.ipynb #5126bab1
 def _paper_number(paper:dict) -> str:
@@ -254,9 +275,26 @@ def _prepare_parser(sub):
                                                         "file")
     p.add_argument('--split', default='train'); p.add_argument('--text-field', default='text')
     p.add_argument('--val-docs', type=int_at_least(1), help='documents held out for validation and the probe')
+    p.add_argument('--val-split', help='validation split: a split name of a hub or saved dataset, or a file or folder '
+                                       'beside a local source (a built corpus\'s heldout.jsonl)')
     p.add_argument('--num-proc', type=int_at_least(1), help='tokenizer processes (default: the cores this process '
                                                              'may use)')
     p.add_argument('--overwrite', action='store_true'); p.add_argument('--quiet', action='store_true')
+
+# %% ../nbs/28_cli.ipynb #9377b08e
+def _corpus_parser(sub):
+    c = sub.add_parser('corpus', help="build a natural-text corpus from Debian's documentation packages, and its "
+                                      "tokenizer", description="Fetch documentation packages with apt-get download, "
+                       "unpack them with dpkg-deb -x (never installed), keep their English prose, and train a "
+                       "byte-level BPE tokenizer on it.")
+    c.add_argument('name', help='a package corpus of sink_nb.corpora.PACKAGE_CORPORA')
+    c.add_argument('--out', type=path_arg, help='folder to write (default ~/.cache/sink_nb/corpora/NAME)')
+    c.add_argument('--cache', type=path_arg, help='where .deb files are kept (default ~/.cache/sink_nb/debs)')
+    c.add_argument('--packages', nargs='+', metavar='PACKAGE', help="a subset of the corpus's packages")
+    c.add_argument('--vocab-size', type=int_at_least(258), default=4096, help='tokenizer entries (default 4096)')
+    c.add_argument('--num-proc', type=int_at_least(1), help='processes reading packages (default: the cores)')
+    c.add_argument('--overwrite', action='store_true', help='replace the corpus in --out')
+    c.add_argument('--quiet', action='store_true')
 
 # %% ../nbs/28_cli.ipynb #293b357b
 class _TrainHelp(argparse.Action):
@@ -449,12 +487,12 @@ def _parser() -> argparse.ArgumentParser:
                                 description='Attention sinks in language models (Gu et al., ICLR 2025).')
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
-    for add in (_demo_parser, _prepare_parser, _train_parser, measure_parser, _compare_parser,
+    for add in (_demo_parser, _corpus_parser, _prepare_parser, _train_parser, measure_parser, _compare_parser,
                 _mitigations_parser, _study_parser, stream_parser, heads_parser, quantize_parser,
                 trajectory_parser): add(sub)
     return p
 
-_COMMANDS = {'demo': run_demo, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
+_COMMANDS = {'demo': run_demo, 'corpus': run_corpus, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
              'compare': run_compare, 'mitigations': run_mitigations, 'study': run_cpu_study, 'stream': run_stream,
              'heads': run_heads, 'quantize': run_quantize, 'trajectory': run_trajectory}
 

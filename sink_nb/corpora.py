@@ -4,10 +4,14 @@
 
 # %% ../nbs/12_corpora.ipynb #d698564f
 from __future__ import annotations
-import codecs, importlib.resources, os, re, socket, threading, urllib.parse
+import codecs, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil, socket, subprocess, tempfile
+import threading, time, urllib.parse
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator
+
+from tqdm.auto import tqdm
 
 import torch
 from torch import Tensor
@@ -15,9 +19,11 @@ from torch import Tensor
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['TEXT_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path', 'hub_reachable', 'corpus_files', 'is_saved_dataset',
-           'text_paragraphs', 'check_load_args', 'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'declared_add_bos',
-           'gguf_tokenizer']
+__all__ = ['TEXT_CORPORA', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path',
+           'hub_reachable', 'corpus_files', 'is_saved_dataset', 'text_paragraphs', 'check_load_args', 'load_corpus',
+           'ByteTokenizer', 'get_tokenizer', 'declared_add_bos', 'gguf_tokenizer', 'PackageCorpus', 'fetch_package',
+           'unpack', 'html_text', 'pod_text', 'dictd_entries', 'prose', 'package_documents', 'package_licences',
+           'heldout', 'build_package_corpus', 'train_tokenizer']
 
 # %% ../nbs/12_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -249,3 +255,286 @@ def gguf_tokenizer(path) -> object:
     declared = declared_add_bos(path.parent, path.name)
     if declared is not None and getattr(tok, 'add_bos_token', None) != declared: tok.add_bos_token = declared
     return tok
+
+# %% ../nbs/12_corpora.ipynb #fe7c375c
+@dataclass(frozen=True)
+class PackageCorpus:
+    "A corpus of the English documentation that Debian packages ship, fetched with apt-get and never installed."
+    packages:tuple               # Debian package names (the registry's index decides each version)
+    description:str = ''
+    heldout_per_mille:int = 10   # documents held out, by a hash of their text: a rebuild holds out the same ones
+
+DEBIAN_DOCS_PACKAGES = (
+    'python3.11-doc', 'linux-doc-6.1', 'rust-doc', 'openjdk-17-doc', 'erlang-doc', 'debian-handbook', 'apache2-doc',
+    'postgresql-doc-15', 'sqlite3-doc', 'python-django-doc', 'octave-doc', 'libreoffice-help-en-us', 'gimp-help-en',
+    'cmake-doc', 'git-doc', 'nodejs-doc', 'sphinx-doc', 'perl-doc', 'zsh-doc', 'postfix-doc', 'bind9-doc',
+    'exim4-doc-html', 'debian-policy', 'debian-reference-en', 'developers-reference', 'maint-guide', 'debian-faq',
+    'dict-gcide', 'dict-devil', 'dict-jargon', 'dict-foldoc', 'ghc-doc', 'python-pandas-doc', 'python-sklearn-doc',
+    'python-scipy-doc', 'python-sqlalchemy-doc', 'lilypond-doc-html', 'kicad-doc-en', 'maxima-doc', 'gnuplot-doc',
+    'libglib2.0-doc', 'libgtk-3-doc', 'ns3-doc', 'grass-doc', 'python-flask-doc', 'python-requests-doc',
+    'haskell98-report', 'gnucash-docs', 'clisp-doc', 'bash-doc', 'gnu-standards')
+
+PACKAGE_CORPORA = {
+    'debian-docs': PackageCorpus(DEBIAN_DOCS_PACKAGES, f'English prose of {len(DEBIAN_DOCS_PACKAGES)} Debian '
+                                 'documentation and dictionary packages: HTML manuals and guides, POD pages, dictd '
+                                 'dictionaries'),
+}
+
+# %% ../nbs/12_corpora.ipynb #af0baae5
+def fetch_package(package:str, cache:Path) -> Path:
+    "The .deb of `package` in `cache`, fetched by `apt-get download` unless one is already there."
+    if not isinstance(package, str) or not re.fullmatch(r'[a-z0-9][a-z0-9+.-]+', package):
+        raise ValueError(f"`package` must be a Debian package name, got {package!r}")
+    cache.mkdir(parents=True, exist_ok=True)
+    have = sorted(cache.glob(f'{package}_*.deb'))
+    if have: return have[-1]
+    if shutil.which('apt-get') is None: raise RuntimeError("building a package corpus needs apt-get (Debian or Ubuntu)")
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        r = subprocess.run(['apt-get', 'download', package], cwd=tmp, capture_output=True, text=True)
+        debs = list(Path(tmp).glob('*.deb'))
+        if r.returncode or len(debs) != 1:
+            raise RuntimeError(f"`apt-get download {package}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
+        return Path(shutil.move(str(debs[0]), cache / debs[0].name))
+
+def unpack(deb:Path, dest:Path) -> Path:
+    "Unpack `deb` into `dest` with `dpkg-deb -x`: no install, no maintainer script."
+    subprocess.run(['dpkg-deb', '-x', str(deb), str(dest)], check=True, capture_output=True)
+    return dest
+
+# %% ../nbs/12_corpora.ipynb #984a8eb3
+_SKIP = {'script', 'style', 'pre', 'head', 'nav', 'header', 'footer', 'svg', 'math', 'textarea', 'select', 'noscript'}
+_BLOCK = {'p', 'div', 'li', 'dd', 'dt', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'br', 'table', 'section',
+          'blockquote', 'ul', 'ol', 'dl', 'article', 'main', 'aside', 'figcaption', 'caption', 'hr', 'body', 'summary'}
+_VOID = {'br', 'hr', 'img', 'input', 'meta', 'link', 'area', 'base', 'col', 'embed', 'source', 'track', 'wbr'}
+
+class _TextOf(html.parser.HTMLParser):
+    "The text of an HTML page without code blocks, scripts or navigation; block elements end paragraphs."
+    def __init__(self):
+        super().__init__(convert_charrefs=True); self.parts, self.skip = [], []
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID: return self.parts.append('\n\n') if tag in _BLOCK else None
+        if self.skip or tag in _SKIP: self.skip.append(tag)          # inside a skipped element: track nesting only
+        elif tag in _BLOCK: self.parts.append('\n\n')
+    def handle_endtag(self, tag):
+        if not self.skip: return self.parts.append('\n\n') if tag in _BLOCK else None
+        if tag in self.skip:                                           # close it and anything left open inside it
+            while self.skip.pop() != tag: pass
+    def handle_data(self, data):
+        if not self.skip: self.parts.append(data)
+
+def html_text(page:str) -> str:
+    "Paragraphs of running text of an HTML page: markup stripped; code blocks, scripts and navigation dropped."
+    p = _TextOf(); p.feed(page); p.close()
+    return '\n\n'.join(b for b in (re.sub(r'\s+', ' ', b).strip() for b in ''.join(p.parts).split('\n\n')) if b)
+
+# %% ../nbs/12_corpora.ipynb #c38bc665
+def pod_text(pod:str) -> str:
+    "Paragraphs of a Perl POD page: commands (=head1 ...) and verbatim (indented: code) paragraphs dropped."
+    keep = [b for b in re.split(r'\n\s*\n', pod) if b.strip() and not b.startswith((' ', '\t', '='))]
+    return '\n\n'.join(re.sub(r'[A-Z]<+\s*([^<>]*?)\s*>+', r'\1', re.sub(r'\s+', ' ', b)).strip() for b in keep)
+
+def dictd_entries(data:bytes, doc_chars:int=20_000) -> Iterator[str]:
+    "The text of a dictd .dict file in documents of about `doc_chars` characters of whole entries."
+    doc = []
+    for para in re.split(r'\n\s*\n', data.decode('utf-8', errors='replace')):
+        doc.append(re.sub(r'\s+', ' ', para).strip())
+        if sum(map(len, doc)) > doc_chars: yield '\n\n'.join(doc); doc = []
+    if doc: yield '\n\n'.join(doc)
+
+# %% ../nbs/12_corpora.ipynb #d7ec5a15
+_ENGLISH = set('the of and to a in is that for it as with be on not this are by or from at an which can you if but'
+               ' have was all their has one will more its when there so than also been into other may'.split())
+
+def prose(paragraph:str, min_words:int=6) -> bool:
+    "Is `paragraph` English running text: enough words, mostly letters, English function words among them?"
+    words = paragraph.split()
+    if len(words) < min_words: return False
+    letters = sum(c.isalpha() or c == ' ' for c in paragraph) / len(paragraph)
+    function = sum(w.lower().strip('.,;:()"\'') in _ENGLISH for w in words) / len(words)
+    return letters >= 0.75 and function >= 0.15
+
+# %% ../nbs/12_corpora.ipynb #7ad0d8db
+def _page_documents(path:Path) -> Iterator[str]:
+    "The raw documents of one file of an unpacked package: one per HTML or POD page, many per dictd dictionary."
+    name = path.name.lower()
+    if name.endswith(('.html', '.htm')): yield html_text(path.read_text('utf-8', errors='replace'))
+    elif name.endswith('.pod'): yield pod_text(path.read_text('utf-8', errors='replace'))
+    elif name.endswith('.dict.dz'): yield from dictd_entries(gzip.decompress(path.read_bytes()))
+
+def package_documents(root:Path) -> Iterator[tuple[str, str]]:
+    "(file, text) of every page an unpacked package holds, in sorted order; Sphinx `_sources` copies and links skipped."
+    for path in sorted(p for p in root.rglob('*') if p.is_file() and not p.is_symlink()):
+        if '_sources' not in path.relative_to(root).parts:
+            for text in _page_documents(path): yield str(path.relative_to(root)), text
+
+def package_licences(root:Path, package:str) -> list[str]:
+    "The licences the package's Debian copyright file names (DEP-5 `License:` fields), or its first line."
+    f = root / 'usr' / 'share' / 'doc' / package / 'copyright'
+    if not f.is_file(): return ['(no copyright file)']
+    text = f.read_text('utf-8', errors='replace').strip()
+    names = sorted({m.strip() for m in re.findall(r'^License:\s*(.+)$', text, re.M)})
+    return names or [text.splitlines()[0][:200] if text else '(empty copyright file)']
+
+# %% ../nbs/12_corpora.ipynb #6836c86c
+def _package_pages(args) -> dict:
+    "Unpack one .deb into a temporary folder: its pages' kept paragraphs, its licences and what was read."
+    package, deb, min_words = args
+    with tempfile.TemporaryDirectory(prefix='sink_nb-deb-') as tmp:
+        root = unpack(Path(deb), Path(tmp))
+        pages, n_files, n_chars = [], 0, 0
+        for file, text in package_documents(root):
+            n_files += 1; n_chars += len(text)
+            paras = [p for p in text.split('\n\n') if prose(p, min_words)]
+            if paras: pages.append((file, paras))
+        copyright = root / 'usr' / 'share' / 'doc' / package / 'copyright'
+        return dict(package=package, pages=pages, files=n_files, raw_characters=n_chars,
+                    licences=package_licences(root, package),
+                    copyright=copyright.read_text('utf-8', errors='replace') if copyright.is_file() else None)
+
+# %% ../nbs/12_corpora.ipynb #4a360cf9
+def heldout(text:str, per_mille:int) -> bool:
+    "Is this document held out? A hash of its text decides, so every rebuild holds out the same documents."
+    return int.from_bytes(hashlib.sha1(text.encode()).digest()[:4], 'big') % 1000 < per_mille
+
+def _write_documents(result:dict, seen:set, files:dict, min_doc_words:int, per_mille:int) -> dict:
+    "Write one package's pages as documents, each paragraph once in the whole corpus; the package's counts."
+    counts = dict(documents=0, heldout_documents=0, bytes=0, heldout_bytes=0, duplicate_paragraphs=0)
+    for file, paras in result['pages']:
+        fresh = []
+        for p in paras:
+            d = hashlib.blake2b(p.encode(), digest_size=8).digest()
+            if d in seen: counts['duplicate_paragraphs'] += 1
+            else: seen.add(d); fresh.append(p)
+        text = '\n\n'.join(fresh)
+        if len(text.split()) < min_doc_words: continue
+        split, n = ('heldout' if heldout(text, per_mille) else 'train'), len(text.encode())
+        files[split].write(json.dumps(dict(text=text, package=result['package'], file=file)) + '\n')
+        counts['documents'] += 1; counts['bytes'] += n
+        if split == 'heldout': counts['heldout_documents'] += 1; counts['heldout_bytes'] += n
+    return counts
+
+# %% ../nbs/12_corpora.ipynb #6f9f02ca
+def _corpus_packages(name:str, packages) -> tuple[PackageCorpus, tuple]:
+    "The corpus named and the packages to read: all of its own, or a subset of them."
+    check_choice(name, 'name', PACKAGE_CORPORA)
+    corpus = PACKAGE_CORPORA[name]
+    if packages is None: return corpus, corpus.packages
+    if isinstance(packages, str) or not packages:
+        raise ValueError(f"`packages` must be a non-empty list of package names, got {packages!r}")
+    unknown = [p for p in packages if p not in corpus.packages]
+    if unknown: raise ValueError(f"`packages` {unknown} are not in {name!r}; its packages: {list(corpus.packages)}")
+    return corpus, tuple(dict.fromkeys(packages))
+
+def _refuse_corpus_out(out:Path, overwrite:bool):
+    "Refuse a non-empty `out` unless `overwrite` and it holds a corpus this builder wrote (a card.json)."
+    if out.exists() and not out.is_dir(): raise ValueError(f"`out` {str(out)!r} is a file, not a folder")
+    if not out.exists() or not any(out.iterdir()): return
+    if not overwrite: raise ValueError(f"`out` {str(out)!r} is not empty; pass overwrite=True to replace the corpus there")
+    if not (out / 'card.json').is_file():
+        raise ValueError(f"`out` {str(out)!r} holds no corpus (no card.json); refusing to delete what it holds")
+
+# %% ../nbs/12_corpora.ipynb #57d532b1
+def _card_text(card:dict) -> str:
+    "CARD.md: what the corpus is, where each part came from, under which licence."
+    t = card['totals']
+    lines = [f"# {card['name']}: {card['description']}", '',
+             f"Built {card['built']} by sink_nb {card['sink_nb_version']} from {len(card['packages'])} packages: "
+             f"{t['documents']:,} documents, {t['megabytes']:.1f} MB of UTF-8 text, of which {t['heldout_documents']:,} "
+             f"documents ({t['heldout_megabytes']:.1f} MB) are held out in heldout.jsonl; "
+             f"{t['duplicate_paragraphs']:,} repeated paragraphs dropped.", '',
+             "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). Kept: "
+             f"paragraphs of HTML and POD pages and dictd entries that read as English prose (>= {card['min_words']} "
+             "words, >= 75 % letters, >= 15 % English function words), in documents of at least "
+             f"{card['min_doc_words']} words. Dropped: <pre> code blocks, scripts, navigation, verbatim POD, repeated "
+             "paragraphs. Licences: the `License:` fields of each package's Debian copyright file, copied in full under "
+             "copyright/.", '']
+    if 'tokenizer' in card:
+        k = card['tokenizer']
+        lines += [f"Tokenizer: {k['kind']}, {k['vocab_size']} entries, trained on {k['trained_on']} (tokenizer/, "
+                  f"tokenizer.json SHA-256 {k['sha256'][:16]}...).", '']
+    lines += ['| package | .deb | pages read | documents | MB kept | licences |', '|---|---|---|---|---|---|']
+    lines += [f"| {p['package']} | {p['deb']} | {p['files']:,} | {p['documents']:,} | {p['bytes'] / 1e6:.2f} | "
+              f"{'; '.join(p['licences'])[:300]} |" for p in card['packages']]
+    return '\n'.join(lines) + '\n'
+
+# %% ../nbs/12_corpora.ipynb #39a5d1ed
+def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_words, min_doc_words, num_proc,
+                   progress) -> dict:
+    "Read every package in worker processes, write the documents in package order; the card."
+    from sink_nb import __version__
+    seen, rows, t0 = set(), [], time.time()
+    jobs = [(p, str(d), min_words) for p, d in debs.items()]
+    with open(tmp / 'train.jsonl', 'w') as train, open(tmp / 'heldout.jsonl', 'w') as held, \
+         ProcessPoolExecutor(num_proc or len(os.sched_getaffinity(0))) as ex:
+        for r in tqdm(ex.map(_package_pages, jobs), total=len(jobs), desc='read', disable=not progress):
+            counts = _write_documents(r, seen, dict(train=train, heldout=held), min_doc_words, corpus.heldout_per_mille)
+            deb = debs[r['package']]
+            if r['copyright'] is not None: (tmp / 'copyright' / r['package']).write_text(r['copyright'])
+            rows.append(dict(package=r['package'], deb=deb.name, sha256=hashlib.sha256(deb.read_bytes()).hexdigest(),
+                             files=r['files'], raw_characters=r['raw_characters'], licences=r['licences'], **counts))
+    total = lambda k: sum(r[k] for r in rows)
+    totals = dict(documents=total('documents'), heldout_documents=total('heldout_documents'),
+                  megabytes=total('bytes') / 1e6, heldout_megabytes=total('heldout_bytes') / 1e6,
+                  duplicate_paragraphs=total('duplicate_paragraphs'))
+    return dict(name=name, description=corpus.description, built=time.strftime('%Y-%m-%d'), sink_nb_version=__version__,
+                min_words=min_words, min_doc_words=min_doc_words, heldout_per_mille=corpus.heldout_per_mille,
+                seconds=round(time.time() - t0, 1), totals=totals, packages=rows)
+
+# %% ../nbs/12_corpora.ipynb #96c82a99
+def build_package_corpus(
+    name:str,                    # a key of PACKAGE_CORPORA
+    out,                         # folder to write: train.jsonl, heldout.jsonl, card.json, CARD.md, copyright/
+    cache=None,                  # where .deb files are kept (default ~/.cache/sink_nb/debs); one already there is used
+    packages=None,               # a subset of the corpus's packages (a smaller corpus, recorded so); None: all
+    min_words:int=6,             # a paragraph with fewer words is dropped (headings, captions, menus)
+    min_doc_words:int=50,        # a page with fewer words left is not a document
+    num_proc:int|None=None,      # processes reading packages; None: the cores this process may use
+    overwrite:bool=False,        # replace the corpus in `out` (only a folder holding a card.json)
+    progress:bool=True,
+) -> Path:
+    "Fetch, unpack and read a package corpus into JSON-lines documents and a card under `out`, which appears whole."
+    corpus, packages = _corpus_packages(name, packages)
+    check_int(min_words, 'min_words', 1); check_int(min_doc_words, 'min_doc_words', 1)
+    check_int(num_proc, 'num_proc', 1, allow_none=True)
+    out, cache = Path(out).expanduser(), Path(cache or '~/.cache/sink_nb/debs').expanduser()
+    _refuse_corpus_out(out, overwrite)
+    debs = {p: fetch_package(p, cache) for p in tqdm(packages, desc='fetch', disable=not progress)}
+    tmp = out.parent / f'.{out.name}.tmp-{os.getpid()}'
+    try:
+        (tmp / 'copyright').mkdir(parents=True)
+        card = _read_packages(name, corpus, debs, tmp, min_words, min_doc_words, num_proc, progress)
+        (tmp / 'card.json').write_text(json.dumps(card, indent=1)); (tmp / 'CARD.md').write_text(_card_text(card))
+        if out.exists(): shutil.rmtree(out)
+        tmp.rename(out)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+# %% ../nbs/12_corpora.ipynb #a9116d65
+def train_tokenizer(corpus, vocab_size:int=4096, progress:bool=True) -> Path:
+    "A byte-level BPE tokenizer trained on a built corpus's train.jsonl, saved in `corpus`/tokenizer."
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    check_int(vocab_size, 'vocab_size', 258)                  # the 256 bytes and the two special tokens
+    corpus = Path(corpus).expanduser()
+    if not (corpus / 'card.json').is_file():
+        raise ValueError(f"`corpus` {str(corpus)!r} is not a built corpus (no card.json)")
+    def texts():
+        with open(corpus / 'train.jsonl') as f:
+            for line in f: yield json.loads(line)['text']
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer, tok.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=['<bos>', '<eos>'], show_progress=progress,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts(), trainer=trainer)
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token='<bos>', eos_token='<eos>').save_pretrained(corpus / 'tokenizer')
+    _record_tokenizer(corpus, vocab_size)
+    return corpus / 'tokenizer'
+
+def _record_tokenizer(corpus:Path, vocab_size:int):
+    "Add the tokenizer (size, SHA-256 of tokenizer.json) to the corpus's card.json and CARD.md, each replaced whole."
+    card = json.loads((corpus / 'card.json').read_text())
+    card['tokenizer'] = dict(kind='byte-level BPE (tokenizers)', vocab_size=vocab_size, trained_on='train.jsonl',
+                             sha256=hashlib.sha256((corpus / 'tokenizer' / 'tokenizer.json').read_bytes()).hexdigest())
+    for name, text in (('card.json', json.dumps(card, indent=1)), ('CARD.md', _card_text(card) if 'totals' in card else None)):
+        if text is None: continue
+        (corpus / f'{name}.tmp').write_text(text); os.replace(corpus / f'{name}.tmp', corpus / name)

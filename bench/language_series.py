@@ -1,0 +1,115 @@
+"""A sink on language at CPU scale: the pilot that fixes the learning rate, then the natural-text series — three model
+sizes x three seeds on the debian-docs corpus, resumable, two runs at once with one thread each.
+
+    sink-nb corpus debian-docs                                       # the corpus and its tokenizer (about 4 minutes)
+    python bench/language_series.py pilot --out runs/lang-pilot      # 3 learning rates x 500 steps of lang-4x128
+    python bench/language_series.py series --out runs/lang --steps 12500   # resumes every run that is there
+    python bench/language_series.py status --out runs/lang           # steps, tokens and Sink_1 of every run so far
+
+The plan (sizes, seeds, schedule, budget and the pilot's rule) is fixed here and in the lang-* configs before any run of
+the series; `experiments/10_sinks_on_language` reads what the runs wrote. Runs are seed-major within a size, smallest
+size first, so a stop leaves whole seeds of the smallest size rather than one seed of every size.
+"""
+import argparse, json, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+SIZES = ('lang-4x128', 'lang-6x128', 'lang-6x192')    # configs in sink_nb/configs; smallest first
+SERIES_SEEDS = (0, 1, 2)
+PILOT_LRS = (1e-3, 3e-3, 1e-2)                          # rule: the lowest validation loss at step PILOT_STEPS wins
+PILOT_STEPS, PILOT_SEED = 500, 99                       # the pilot's seed is none of the series'
+TOKENS_PER_STEP = 32 * 256
+
+
+def corpus_overrides(corpus:Path|None, data_dir:Path|None) -> list[str]:
+    "key=value overrides that point the configs at a corpus built elsewhere than ~/.cache/sink_nb/corpora/debian-docs."
+    out = []
+    if corpus is not None:
+        c = corpus.expanduser().resolve()
+        out += [f'corpus={c / "train.jsonl"}', f'tokenizer={c / "tokenizer"}',
+                f'corpus_args={json.dumps(dict(val_split=str(c / "heldout.jsonl")))}']
+    if data_dir is not None: out.append(f'data_dir={data_dir.expanduser().resolve()}')
+    return out
+
+
+def train_one(job:dict) -> dict:
+    "Train (or resume) one run in this process with one thread; its final log row."
+    import torch
+    torch.set_num_threads(job['threads'])
+    from sink_nb.run_configs import load_run_config
+    from sink_nb.train import train
+    out = Path(job['out_dir'])
+    resume = (out / 'config.yaml').exists()
+    overrides = [*job['overrides'], f"seed={job['seed']}", f"steps={job['steps']}", f"out_dir={out}",
+                 f"resume={str(resume).lower()}", 'progress=false']
+    if resume: overrides.append('allow_changes=[steps]')
+    model_cfg, cfg, _ = load_run_config(job['config'], overrides)
+    t0 = time.time()
+    train(model_cfg, cfg)
+    return dict(config=job['config'], seed=job['seed'], out_dir=str(out), seconds=round(time.time() - t0, 1),
+                resumed=resume)
+
+
+def run_jobs(jobs:list[dict], n:int):
+    "Run `jobs`, `n` at a time, each printing one line when done."
+    with ProcessPoolExecutor(n) as ex:
+        for r in ex.map(train_one, jobs):
+            print(f"{r['config']} seed {r['seed']}: {r['seconds']:.0f} s{' (resumed)' if r['resumed'] else ''} "
+                  f"-> {r['out_dir']}", flush=True)
+
+
+def last_row(run:Path) -> dict|None:
+    "The last evaluation row of a run's log, if any."
+    log = run / 'metrics.jsonl'
+    if not log.exists(): return None
+    rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
+    rows = [r for r in rows if 'val_loss' in r]
+    return rows[-1] if rows else None
+
+
+def pilot(args):
+    jobs = [dict(config=SIZES[0], seed=PILOT_SEED, steps=PILOT_STEPS, threads=1, out_dir=str(args.out / f'lr-{lr:g}'),
+                 overrides=[*corpus_overrides(args.corpus, args.data_dir), f'lr={lr}', f'min_lr={lr}']) for lr in PILOT_LRS]
+    t0 = time.time(); run_jobs(jobs, args.jobs)
+    rows = {lr: last_row(args.out / f'lr-{lr:g}') for lr in PILOT_LRS}
+    best = min(PILOT_LRS, key=lambda lr: rows[lr]['val_loss'])
+    result = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), config=SIZES[0], seed=PILOT_SEED,
+                  steps=PILOT_STEPS, tokens=PILOT_STEPS * TOKENS_PER_STEP, rule='lowest validation loss at the last step',
+                  rows={f'{lr:g}': rows[lr] for lr in PILOT_LRS}, chosen_lr=best, seconds=round(time.time() - t0))
+    for lr in PILOT_LRS: print(f"lr {lr:g}: validation loss {rows[lr]['val_loss']:.4f} at step {rows[lr]['step']}")
+    print(f"chosen: lr {best:g}")
+    if args.json: Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
+
+
+def series(args):
+    sizes = args.sizes or SIZES
+    jobs = [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(args.out / f'{c}-seed{s}'),
+                 overrides=corpus_overrides(args.corpus, args.data_dir)) for c in sizes for s in SERIES_SEEDS]
+    run_jobs(jobs, args.jobs)
+
+
+def status(args):
+    for run in sorted(p for p in args.out.iterdir() if p.is_dir()):
+        r = last_row(run)
+        if r is None: print(f"{run.name}: no evaluation yet"); continue
+        print(f"{run.name}: step {r['step']:,} ({r['step'] * TOKENS_PER_STEP / 1e6:.1f}M tokens) val loss "
+              f"{r['val_loss']:.3f} Sink_1 {r['sink']['1']:.2f} %")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('what', choices=('pilot', 'series', 'status'))
+    p.add_argument('--out', type=Path, required=True, help='folder of the runs')
+    p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
+    p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
+    p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
+    p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
+    p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each')
+    p.add_argument('--json', help='pilot: write its result here')
+    args = p.parse_args(argv)
+    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+    dict(pilot=pilot, series=series, status=status)[args.what](args)
+
+
+if __name__ == '__main__':
+    main()
