@@ -18,6 +18,8 @@ SIZES = ('lang-4x128', 'lang-6x128', 'lang-6x192')    # configs in sink_nb/confi
 SERIES_SEEDS = (0, 1, 2)
 PILOT_LRS = (1e-3, 3e-3, 1e-2)                          # rule: the lowest validation loss at step PILOT_STEPS wins
 PILOT_STEPS, PILOT_SEED = 500, 99                       # the pilot's seed is none of the series'
+# The pilot runs the smallest size only. lang-6x128 (the same width) takes its learning rate; lang-6x192 takes it times
+# 128/192, Adam's learning rate scaled inversely with width. Fixed here before the pilot ran.
 TOKENS_PER_STEP = 32 * 256
 
 

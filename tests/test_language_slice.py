@@ -1,0 +1,80 @@
+"""The natural-text series end to end on a small slice (CI's reduced version of experiments/10_sinks_on_language):
+real Debian packages fetched with apt-get and unpacked with dpkg-deb, the corpus card, the BPE tokenizer, `sink-nb
+prepare` with the held-out documents as validation, a few hundred steps of the lang-4x128 config shrunk, and `sink-nb
+trajectory` over its checkpoints."""
+import json, math, os, shutil, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+SINK_NB = Path(sys.executable).parent / 'sink-nb'
+PACKAGES = ('debian-policy', 'developers-reference', 'dict-devil')     # about 1 MB of prose, 5 MB of downloads
+
+pytestmark = pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which('dpkg-deb') is None,
+                                reason='needs Debian packaging tools (apt-get, dpkg-deb)')
+
+
+def sink_nb(*args, cwd=None) -> str:
+    env = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
+    r = subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
+    assert r.returncode == 0, f"sink-nb {' '.join(map(str, args))} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('lang')
+    out = sink_nb('corpus', 'debian-docs', '--packages', *PACKAGES, '--out', tmp / 'corpus', '--cache', tmp / 'debs',
+                  '--vocab-size', 1024, '--heldout-per-mille', 100, '--quiet')
+    return tmp, out
+
+
+def test_corpus_card_lists_sources_sizes_and_licences(corpus):
+    tmp, out = corpus
+    card = json.loads((tmp / 'corpus' / 'card.json').read_text())
+    assert [p['package'] for p in card['packages']] == list(PACKAGES)
+    for p in card['packages']:
+        assert p['documents'] > 0 and p['bytes'] > 10_000 and p['licences'] and len(p['sha256']) == 64
+        assert (tmp / 'corpus' / 'copyright' / p['package']).is_file()
+    assert card['totals']['megabytes'] > 0.5 and card['tokenizer']['vocab_size'] == 1024
+    text = (tmp / 'corpus' / 'CARD.md').read_text()
+    assert all(f'| {p} |' in text for p in PACKAGES) and 'held out' in text
+    assert 'documents' in out and 'next: sink-nb prepare' in out
+    train = [json.loads(l) for l in (tmp / 'corpus' / 'train.jsonl').read_text().splitlines()]
+    held = [json.loads(l) for l in (tmp / 'corpus' / 'heldout.jsonl').read_text().splitlines()]
+    assert not {d['text'] for d in train} & {d['text'] for d in held}
+
+
+def test_rebuild_is_identical_and_reads_the_cache(corpus):
+    tmp, _ = corpus
+    before = (tmp / 'corpus' / 'train.jsonl').read_bytes()
+    sink_nb('corpus', 'debian-docs', '--packages', *PACKAGES, '--out', tmp / 'again', '--cache', tmp / 'debs',
+            '--vocab-size', 1024, '--heldout-per-mille', 100, '--quiet', '--num-proc', 1)
+    assert (tmp / 'again' / 'train.jsonl').read_bytes() == before
+    a, b = (json.loads((tmp / d / 'card.json').read_text())['tokenizer']['sha256'] for d in ('corpus', 'again'))
+    assert a == b, 'the tokenizer trained on the same documents differs'
+
+
+def test_prepare_train_and_trajectory_on_the_slice(corpus):
+    tmp, _ = corpus
+    c = tmp / 'corpus'
+    out = sink_nb('prepare', c / 'train.jsonl', '--val-split', c / 'heldout.jsonl', '--tokenizer', c / 'tokenizer',
+                  '--out', tmp / 'shards', '--quiet')
+    assert 'train:' in out and 'val:' in out
+    meta = json.loads((tmp / 'shards' / 'meta.json').read_text())
+    assert meta['vocab_size'] == 1024 and meta['parts']['val']['n_docs'] >= 1
+    run = tmp / 'run'
+    sink_nb('train', '--config', 'lang-4x128', f'corpus={tmp / "shards"}', f'tokenizer={c / "tokenizer"}',
+            'corpus_args={}', 'n_layer=2', 'n_embd=32', 'n_head=2', 'd_ff=64', 'vocab_size=1024', 'seq_len=64',
+            'block_size=64', 'batch_size=8', 'steps=200', 'warmup=20', 'eval_every=100', 'checkpoint_every=100',
+            'probe_n=8', 'probe_T=64', 'dtype=fp32', f'out_dir={run}', 'progress=false')
+    rows = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines()]
+    evals = [r for r in rows if 'val_loss' in r]
+    assert [r['step'] for r in evals] == [0, 100, 200] and evals[-1]['val_loss'] < evals[0]['val_loss']
+    sink_nb('trajectory', run, '--json', tmp / 'traj.json')
+    traj = json.loads((tmp / 'traj.json').read_text())
+    steps = [r['step'] for r in traj['rows']]
+    assert steps == sorted(steps) and steps[-1] == 200 and len(steps) >= 5        # 1, 2, 4, ... 64, 100, 200
+    for r in traj['rows']:
+        for k in ('sink1', 'first_share_worst', 'norm_ratio_max', 'previous_max', 'induction_max'):
+            assert math.isfinite(r[k]), (k, r)
