@@ -98,19 +98,66 @@ def status(args):
               f"{r['val_loss']:.3f} Sink_1 {r['sink']['1']:.2f} %")
 
 
+TRAJECTORY_KEYS = ('sink1', 'first_share_worst', 'first_share_layer', 'norm_ratio_max', 'norm_ratio_layer',
+                   'previous_max', 'induction_max', 'entropy_ratio_min')
+LOW_EPS = 0.1
+
+
+def run_summary(folder:Path, progress:bool) -> dict:
+    "One run: its settings, evaluations, resumes, CPU time and the trajectory of its checkpoints at eps 0.3 and 0.1."
+    from sink_nb.attention import uniform_first_alpha
+    from sink_nb.runs import Run
+    from sink_nb.trajectory import trajectory
+    run = Run(folder)
+    cfg = run.config
+    evals = [dict(step=e.step, tokens=e.tokens, val_loss=round(e.val_loss, 4), loss=e.loss and round(e.loss, 4),
+                  sink1=e.sink['1'], time=e.time) for e in run.metrics()]
+    main, low = (trajectory(folder, eps=eps, progress=progress) for eps in (cfg.train.eps, LOW_EPS))
+    rows = [dict(step=a['step'], tokens=a['tokens'], **{k: a[k] for k in TRAJECTORY_KEYS}, sink1_low_eps=b['sink1'])
+            for a, b in zip(main.rows, low.rows, strict=True)]
+    T = main.meta['probe']['T'] if 'T' in main.meta['probe'] else cfg.train.probe_T
+    return dict(name=folder.name, config=cfg.model.name, seed=cfg.train.seed, status=run.status,
+                params=run_params(cfg.model), steps=evals[-1]['step'] if evals else 0,
+                tokens=evals[-1]['tokens'] if evals else 0, resumed_at=[e.step for e in run.events() if e.kind == 'resumed'],
+                seconds=evals[-1]['time'] if evals else 0, eps=cfg.train.eps, low_eps=LOW_EPS,
+                uniform_first_alpha=round(uniform_first_alpha(T), 4), probe=main.meta['probe'], evaluations=evals,
+                trajectory=rows)
+
+
+def run_params(model_cfg) -> int:
+    from sink_nb.model import SinkLM
+    return sum(p.numel() for p in SinkLM(model_cfg).parameters())
+
+
+def summarize(args):
+    "Write the series' JSON result: the plan, the corpus, and every run's summary."
+    corpus = (args.corpus or Path('~/.cache/sink_nb/corpora/debian-docs')).expanduser()
+    card = json.loads((corpus / 'card.json').read_text())
+    runs = [run_summary(f, not args.quiet) for f in sorted(p for p in args.out.iterdir() if (p / 'config.yaml').exists())]
+    result = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), device='CPU (2 cores)',
+                  plan=dict(sizes=list(SIZES), seeds=list(SERIES_SEEDS), tokens_per_step=TOKENS_PER_STEP,
+                            steps=args.steps),
+                  corpus=dict(name=card['name'], totals=card['totals'], tokenizer=card.get('tokenizer'),
+                              packages=len(card['packages'])),
+                  runs=runs)
+    Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
+    print(f"wrote {args.json}: {len(runs)} runs")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('what', choices=('pilot', 'series', 'status'))
+    p.add_argument('what', choices=('pilot', 'series', 'status', 'summarize'))
     p.add_argument('--out', type=Path, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
     p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
     p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each')
-    p.add_argument('--json', help='pilot: write its result here')
+    p.add_argument('--json', help='pilot, summarize: write the result here')
+    p.add_argument('--quiet', action='store_true')
     args = p.parse_args(argv)
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    dict(pilot=pilot, series=series, status=status)[args.what](args)
+    dict(pilot=pilot, series=series, status=status, summarize=summarize)[args.what](args)
 
 
 if __name__ == '__main__':
