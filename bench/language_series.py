@@ -98,8 +98,6 @@ def status(args):
               f"{r['val_loss']:.3f} Sink_1 {r['sink']['1']:.2f} %")
 
 
-TRAJECTORY_KEYS = ('sink1', 'first_share_worst', 'first_share_layer', 'norm_ratio_max', 'norm_ratio_layer',
-                   'previous_max', 'induction_max', 'entropy_ratio_min')
 LOW_EPS = 0.1
 
 
@@ -111,16 +109,17 @@ def run_summary(folder:Path, progress:bool) -> dict:
     run = Run(folder)
     cfg = run.config
     evals = [dict(step=e.step, tokens=e.tokens, val_loss=round(e.val_loss, 4), loss=e.loss and round(e.loss, 4),
-                  sink1=e.sink['1'], time=e.time) for e in run.metrics()]
+                  sink1=e.sink[1], time=e.time) for e in run.metrics()]
     main, low = (trajectory(folder, eps=eps, progress=progress) for eps in (cfg.train.eps, LOW_EPS))
-    rows = [dict(step=a['step'], tokens=a['tokens'], **{k: a[k] for k in TRAJECTORY_KEYS}, sink1_low_eps=b['sink1'])
+    rows = [{k: v for k, v in a.items() if k not in ('source', 'revision', 'heads')} | dict(sink1_low_eps=b['sink1'])
             for a, b in zip(main.rows, low.rows, strict=True)]
     T = main.meta['probe']['T'] if 'T' in main.meta['probe'] else cfg.train.probe_T
     return dict(name=folder.name, config=cfg.model.name, seed=cfg.train.seed, status=run.status,
                 params=run_params(cfg.model), steps=evals[-1]['step'] if evals else 0,
                 tokens=evals[-1]['tokens'] if evals else 0, resumed_at=[e.step for e in run.events() if e.kind == 'resumed'],
                 seconds=evals[-1]['time'] if evals else 0, eps=cfg.train.eps, low_eps=LOW_EPS,
-                uniform_first_alpha=round(uniform_first_alpha(T), 4), probe=main.meta['probe'], evaluations=evals,
+                uniform_first_alpha=round(uniform_first_alpha(T), 4), probe=main.meta['probe'], meta=main.meta,
+                evaluations=evals,
                 trajectory=rows)
 
 
@@ -129,16 +128,27 @@ def run_params(model_cfg) -> int:
     return sum(p.numel() for p in SinkLM(model_cfg).parameters())
 
 
+def shard_sizes(folder:Path) -> dict:
+    "Tokens and documents of the prepared train and val parts a run read."
+    from sink_nb.runs import Run
+    from sink_nb.shards import prepared_path
+    t = Run(folder).config.train
+    meta = json.loads((prepared_path(t.corpus, t.tokenizer, t.data_dir, **t.corpus_args) / 'meta.json').read_text())
+    return {part: dict(tokens=meta['parts'][part]['n_tokens'], documents=meta['parts'][part]['n_docs'])
+            for part in ('train', 'val')}
+
+
 def summarize(args):
     "Write the series' JSON result: the plan, the corpus, and every run's summary."
     corpus = (args.corpus or Path('~/.cache/sink_nb/corpora/debian-docs')).expanduser()
     card = json.loads((corpus / 'card.json').read_text())
-    runs = [run_summary(f, not args.quiet) for f in sorted(p for p in args.out.iterdir() if (p / 'config.yaml').exists())]
+    folders = sorted(p for p in args.out.iterdir() if (p / 'config.yaml').exists())
+    runs = [run_summary(f, not args.quiet) for f in folders]
     result = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), device='CPU (2 cores)',
                   plan=dict(sizes=list(SIZES), seeds=list(SERIES_SEEDS), tokens_per_step=TOKENS_PER_STEP,
                             steps=args.steps),
                   corpus=dict(name=card['name'], totals=card['totals'], tokenizer=card.get('tokenizer'),
-                              packages=len(card['packages'])),
+                              packages=len(card['packages']), shards=shard_sizes(folders[0]) if folders else None),
                   runs=runs)
     Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
     print(f"wrote {args.json}: {len(runs)} runs")

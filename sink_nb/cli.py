@@ -176,7 +176,8 @@ def run_corpus(args) -> dict:
     out = args.out or Path('~/.cache/sink_nb/corpora').expanduser() / args.name
     try:
         build_package_corpus(args.name, out, cache=args.cache, packages=args.packages, num_proc=args.num_proc,
-                             overwrite=args.overwrite, progress=not args.quiet)
+                             heldout_per_mille=args.heldout_per_mille, overwrite=args.overwrite,
+                             progress=not args.quiet)
         tok = train_tokenizer(out, args.vocab_size, progress=not args.quiet)
     except (OSError, ValueError, RuntimeError) as e:
         raise SystemExit(f"sink-nb corpus: {str(e).replace('overwrite=True', '--overwrite')}") from None
@@ -293,6 +294,8 @@ def _corpus_parser(sub):
     c.add_argument('--packages', nargs='+', metavar='PACKAGE', help="a subset of the corpus's packages")
     c.add_argument('--vocab-size', type=int_at_least(258), default=4096, help='tokenizer entries (default 4096)')
     c.add_argument('--num-proc', type=int_at_least(1), help='processes reading packages (default: the cores)')
+    c.add_argument('--heldout-per-mille', type=int_at_least(1, 999),
+                   help="documents held out per 1000, by a hash of each text (default: the corpus's own)")
     c.add_argument('--overwrite', action='store_true', help='replace the corpus in --out')
     c.add_argument('--quiet', action='store_true')
 

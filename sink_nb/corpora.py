@@ -7,7 +7,7 @@ from __future__ import annotations
 import codecs, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil, socket, subprocess, tempfile
 import threading, time, urllib.parse
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -298,7 +298,9 @@ def fetch_package(package:str, cache:Path) -> Path:
 
 def unpack(deb:Path, dest:Path) -> Path:
     "Unpack `deb` into `dest` with `dpkg-deb -x`: no install, no maintainer script."
-    subprocess.run(['dpkg-deb', '-x', str(deb), str(dest)], check=True, capture_output=True)
+    r = subprocess.run(['dpkg-deb', '-x', str(deb), str(dest)], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"`dpkg-deb -x {deb}` failed: {r.stderr.strip()[-300:]} (delete it to fetch it again)")
     return dest
 
 # %% ../nbs/12_corpora.ipynb #984a8eb3
@@ -429,7 +431,8 @@ def _refuse_corpus_out(out:Path, overwrite:bool):
     "Refuse a non-empty `out` unless `overwrite` and it holds a corpus this builder wrote (a card.json)."
     if out.exists() and not out.is_dir(): raise ValueError(f"`out` {str(out)!r} is a file, not a folder")
     if not out.exists() or not any(out.iterdir()): return
-    if not overwrite: raise ValueError(f"`out` {str(out)!r} is not empty; pass overwrite=True to replace the corpus there")
+    if not overwrite:
+        raise ValueError(f"`out` {str(out)!r} is not empty; pass overwrite=True to replace the corpus there")
     if not (out / 'card.json').is_file():
         raise ValueError(f"`out` {str(out)!r} holds no corpus (no card.json); refusing to delete what it holds")
 
@@ -439,15 +442,15 @@ def _card_text(card:dict) -> str:
     t = card['totals']
     lines = [f"# {card['name']}: {card['description']}", '',
              f"Built {card['built']} by sink_nb {card['sink_nb_version']} from {len(card['packages'])} packages: "
-             f"{t['documents']:,} documents, {t['megabytes']:.1f} MB of UTF-8 text, of which {t['heldout_documents']:,} "
-             f"documents ({t['heldout_megabytes']:.1f} MB) are held out in heldout.jsonl; "
+             f"{t['documents']:,} documents, {t['megabytes']:.1f} MB of UTF-8 text, of which "
+             f"{t['heldout_documents']:,} documents ({t['heldout_megabytes']:.1f} MB) are held out in heldout.jsonl; "
              f"{t['duplicate_paragraphs']:,} repeated paragraphs dropped.", '',
-             "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). Kept: "
-             f"paragraphs of HTML and POD pages and dictd entries that read as English prose (>= {card['min_words']} "
-             "words, >= 75 % letters, >= 15 % English function words), in documents of at least "
+             "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). "
+             "Kept: paragraphs of HTML and POD pages and dictd entries that read as English prose "
+             f"(>= {card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at least "
              f"{card['min_doc_words']} words. Dropped: <pre> code blocks, scripts, navigation, verbatim POD, repeated "
-             "paragraphs. Licences: the `License:` fields of each package's Debian copyright file, copied in full under "
-             "copyright/.", '']
+             "paragraphs. Licences: the `License:` fields of each package's Debian copyright file, copied in full "
+             "under copyright/.", '']
     if 'tokenizer' in card:
         k = card['tokenizer']
         lines += [f"Tokenizer: {k['kind']}, {k['vocab_size']} entries, trained on {k['trained_on']} (tokenizer/, "
@@ -489,11 +492,14 @@ def build_package_corpus(
     min_words:int=6,             # a paragraph with fewer words is dropped (headings, captions, menus)
     min_doc_words:int=50,        # a page with fewer words left is not a document
     num_proc:int|None=None,      # processes reading packages; None: the cores this process may use
+    heldout_per_mille:int|None=None,   # documents held out per 1000; None: the corpus's own
     overwrite:bool=False,        # replace the corpus in `out` (only a folder holding a card.json)
     progress:bool=True,
 ) -> Path:
     "Fetch, unpack and read a package corpus into JSON-lines documents and a card under `out`, which appears whole."
     corpus, packages = _corpus_packages(name, packages)
+    if heldout_per_mille is not None:
+        corpus = replace(corpus, heldout_per_mille=check_int(heldout_per_mille, 'heldout_per_mille', 1, 999))
     check_int(min_words, 'min_words', 1); check_int(min_doc_words, 'min_doc_words', 1)
     check_int(num_proc, 'num_proc', 1, allow_none=True)
     out, cache = Path(out).expanduser(), Path(cache or '~/.cache/sink_nb/debs').expanduser()
@@ -503,6 +509,9 @@ def build_package_corpus(
     try:
         (tmp / 'copyright').mkdir(parents=True)
         card = _read_packages(name, corpus, debs, tmp, min_words, min_doc_words, num_proc, progress)
+        if card['totals']['heldout_documents'] == 0:
+            raise ValueError(f"no document of {card['totals']['documents']} was held out at "
+                             f"{corpus.heldout_per_mille} per 1000; raise `heldout_per_mille` or read more packages")
         (tmp / 'card.json').write_text(json.dumps(card, indent=1)); (tmp / 'CARD.md').write_text(_card_text(card))
         if out.exists(): shutil.rmtree(out)
         tmp.rename(out)
@@ -526,7 +535,8 @@ def train_tokenizer(corpus, vocab_size:int=4096, progress:bool=True) -> Path:
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=['<bos>', '<eos>'], show_progress=progress,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(texts(), trainer=trainer)
-    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token='<bos>', eos_token='<eos>').save_pretrained(corpus / 'tokenizer')
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token='<bos>', eos_token='<eos>')
+    fast.save_pretrained(corpus / 'tokenizer')
     _record_tokenizer(corpus, vocab_size)
     return corpus / 'tokenizer'
 
@@ -535,6 +545,6 @@ def _record_tokenizer(corpus:Path, vocab_size:int):
     card = json.loads((corpus / 'card.json').read_text())
     card['tokenizer'] = dict(kind='byte-level BPE (tokenizers)', vocab_size=vocab_size, trained_on='train.jsonl',
                              sha256=hashlib.sha256((corpus / 'tokenizer' / 'tokenizer.json').read_bytes()).hexdigest())
-    for name, text in (('card.json', json.dumps(card, indent=1)), ('CARD.md', _card_text(card) if 'totals' in card else None)):
-        if text is None: continue
+    texts = {'card.json': json.dumps(card, indent=1)} | ({'CARD.md': _card_text(card)} if 'totals' in card else {})
+    for name, text in texts.items():
         (corpus / f'{name}.tmp').write_text(text); os.replace(corpus / f'{name}.tmp', corpus / name)
