@@ -447,7 +447,8 @@ def _card_text(card:dict) -> str:
              f"{t['duplicate_paragraphs']:,} repeated paragraphs dropped.", '',
              "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). "
              "Kept: paragraphs of HTML and POD pages and dictd entries that read as English prose "
-             f"(>= {card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at least "
+             f"(>= {card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at "
+             "least "
              f"{card['min_doc_words']} words. Dropped: <pre> code blocks, scripts, navigation, verbatim POD, repeated "
              "paragraphs. Licences: the `License:` fields of each package's Debian copyright file, copied in full "
              "under copyright/.", '']
