@@ -374,7 +374,8 @@ def package_licences(root:Path, package:str) -> list[str]:
     f = root / 'usr' / 'share' / 'doc' / package / 'copyright'
     if not f.is_file(): return ['(no copyright file)']
     text = f.read_text('utf-8', errors='replace').strip()
-    names = sorted({m.strip() for m in re.findall(r'^License:\s*(.+)$', text, re.M)})
+    found = [m.strip() for m in re.findall(r'^License:\s*(.+)$', text, re.M)]
+    names = sorted({m if len(m) <= 60 and m[0].isalnum() else 'other (text in the copyright file)' for m in found})
     return names or [text.splitlines()[0][:200] if text else '(empty copyright file)']
 
 # %% ../nbs/12_corpora.ipynb #6836c86c
