@@ -370,13 +370,14 @@ def package_documents(root:Path) -> Iterator[tuple[str, str]]:
             for text in _page_documents(path): yield str(path.relative_to(root)), text
 
 def package_licences(root:Path, package:str) -> list[str]:
-    "The licences the package's Debian copyright file names (DEP-5 `License:` fields), or its first line."
+    "The licences a package's machine-readable (DEP-5) Debian copyright file names in its `License:` fields."
     f = root / 'usr' / 'share' / 'doc' / package / 'copyright'
     if not f.is_file(): return ['(no copyright file)']
     text = f.read_text('utf-8', errors='replace').strip()
+    if not text.startswith('Format:'): return ['(not machine-readable: read its copyright file)']
     found = [m.strip() for m in re.findall(r'^License:\s*(.+)$', text, re.M)]
     names = sorted({m if len(m) <= 60 and m[0].isalnum() else 'other (text in the copyright file)' for m in found})
-    return names or [text.splitlines()[0][:200] if text else '(empty copyright file)']
+    return names or ['(no License: field)']
 
 # %% ../nbs/12_corpora.ipynb #6836c86c
 def _package_pages(args) -> dict:
