@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_checkpoints.ipynb #6ff127da
 from __future__ import annotations
-import errno, hashlib, json, os, random, re, shutil, socket, time, warnings
+import errno, hashlib, json, os, random, re, shutil, socket, time, uuid, warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ from .checks import check_choice, check_int, interrupt_safe
 __all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
            'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'latest_good_checkpoint',
            'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due', 'checkpoint_steps', 'process_alive',
-           'lock_owner', 'stale_lock', 'folder_lock']
+           'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
 
 # %% ../nbs/08_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -229,6 +229,19 @@ def process_alive(pid:int) -> bool:
     try: os.kill(pid, 0); return True
     except (ProcessLookupError, OverflowError): return False
     except PermissionError: return True
+
+# %% ../nbs/08_checkpoints.ipynb #f7742ae0
+def host_tag() -> str: return re.sub(r'[^A-Za-z0-9]+', '_', socket.gethostname())
+
+def working_folder(out:Path, what:str='prepare') -> Path:
+    "A new hidden folder name beside `out`; the ones a killed `what` on this host left there are removed first."
+    dead = re.compile(rf'\.{re.escape(out.name)}\.tmp-{re.escape(host_tag())}\.(\d+)\.[0-9a-f]{{8}}')
+    for d in out.parent.iterdir() if out.parent.is_dir() else []:
+        if (m := dead.fullmatch(d.name)) and d.is_dir() and not process_alive(int(m[1])):
+            size = sum(f.stat().st_size for f in d.rglob('*') if f.is_file())
+            warnings.warn(f"removing {d} ({size / 2**20:,.1f} MiB), left by a {what} (process {m[1]}) that was killed")
+            shutil.rmtree(d, ignore_errors=True)
+    return out.parent / f'.{out.name}.tmp-{host_tag()}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
 
 # %% ../nbs/08_checkpoints.ipynb #cd16bf5b
 def lock_owner(lock:Path) -> dict|None:

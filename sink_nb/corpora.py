@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 import torch
 from torch import Tensor
 
+from .checkpoints import working_folder
 from .checks import check_choice, check_int
 
 # %% auto #0
@@ -508,7 +509,7 @@ def build_package_corpus(
     out, cache = Path(out).expanduser(), Path(cache or '~/.cache/sink_nb/debs').expanduser()
     _refuse_corpus_out(out, overwrite)
     debs = {p: fetch_package(p, cache) for p in tqdm(packages, desc='fetch', disable=not progress)}
-    tmp = out.parent / f'.{out.name}.tmp-{os.getpid()}'
+    tmp = working_folder(out, 'corpus build')
     try:
         (tmp / 'copyright').mkdir(parents=True)
         card = _read_packages(name, corpus, debs, tmp, min_words, min_doc_words, num_proc, progress)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_shards.ipynb #92f63953
 from __future__ import annotations
-import hashlib, itertools, json, multiprocessing as mp, os, platform, re, shutil, socket, time, uuid, warnings
+import hashlib, itertools, json, multiprocessing as mp, os, platform, re, shutil, time, uuid
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -18,7 +18,7 @@ from . import __version__
 from .checks import check_bool, check_choice, check_int
 from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, corpus_files,
                              get_tokenizer, is_saved_dataset, load_corpus, local_path, text_paragraphs)
-from .checkpoints import plain_file, process_alive
+from .checkpoints import plain_file, working_folder
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'token_dtype', 'Encoder', 'document_batches', 'tokenizer_key', 'prepare', 'TokenShards',
@@ -325,6 +325,7 @@ def _refuse_existing(out:Path, overwrite:bool):
                               "not write; overwrite=True replaces only a corpus `prepare` wrote: move them away or "
                               "choose another `out`")
 
+# %% ../nbs/13_shards.ipynb #24d2bd14
 def _publish(tmp:Path, out:Path, overwrite:bool):
     "Rename the finished folder `tmp` to `out`; an old `out` is replaced only when `overwrite`."
     _refuse_existing(out, overwrite)
@@ -336,19 +337,6 @@ def _publish(tmp:Path, out:Path, overwrite:bool):
         if old is not None: old.rename(out)
         raise FileExistsError(f"`out` {out} exists and is not empty; pass overwrite=True to replace it") from e
     if old is not None: shutil.rmtree(old)
-
-# %% ../nbs/13_shards.ipynb #fb7a295f
-def _host_tag() -> str: return re.sub(r'[^A-Za-z0-9]+', '_', socket.gethostname())
-
-def _working_folder(out:Path) -> Path:
-    "A new hidden folder name beside `out`; the ones a killed `prepare` on this host left there are removed first."
-    dead = re.compile(rf'\.{re.escape(out.name)}\.tmp-{re.escape(_host_tag())}\.(\d+)\.[0-9a-f]{{8}}')
-    for d in out.parent.iterdir() if out.parent.is_dir() else []:
-        if (m := dead.fullmatch(d.name)) and d.is_dir() and not process_alive(int(m[1])):
-            size = sum(f.stat().st_size for f in d.rglob('*') if f.is_file())
-            warnings.warn(f"removing {d} ({size / 2**20:,.1f} MiB), left by a prepare (process {m[1]}) that was killed")
-            shutil.rmtree(d, ignore_errors=True)
-    return out.parent / f'.{out.name}.tmp-{_host_tag()}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
 
 # %% ../nbs/13_shards.ipynb #5dc620cc
 def _write_parts(tmp:Path, stream, val_stream, val_docs:int, dtype, shard_tokens:int) -> dict:
@@ -437,7 +425,7 @@ def prepare(
     check_load_args(source, kwargs)
     tok, name, vocab, eos = _resolve_tokenizer(source, tokenizer, kwargs)
     num_proc = num_proc or (1 if _threads_itself(tok) else len(os.sched_getaffinity(0)))
-    stats, tmp, train, val = {'empty': 0}, _working_folder(out), None, None
+    stats, tmp, train, val = {'empty': 0}, working_folder(out, 'prepare'), None, None
     try:
         train, val = _streams(source, tok, split, val_split, text_field, batch_docs, num_proc, stats, kwargs)
         parts = _write_parts(tmp, _progress(train, progress, 'prepare'), val, val_docs, token_dtype(vocab),
