@@ -133,7 +133,9 @@ def shard_sizes(folder:Path) -> dict:
     from sink_nb.runs import Run
     from sink_nb.shards import prepared_path
     t = Run(folder).config.train
-    meta = json.loads((prepared_path(t.corpus, t.tokenizer, t.data_dir, **t.corpus_args) / 'meta.json').read_text())
+    path = Path(t.corpus).expanduser()                 # a prepared folder, or a source prepared in data_dir (as train)
+    if not (path / 'meta.json').is_file(): path = prepared_path(t.corpus, t.tokenizer, t.data_dir, **t.corpus_args)
+    meta = json.loads((path / 'meta.json').read_text())
     return {part: dict(tokens=meta['parts'][part]['n_tokens'], documents=meta['parts'][part]['n_docs'])
             for part in ('train', 'val')}
 

@@ -78,3 +78,22 @@ def test_prepare_train_and_trajectory_on_the_slice(corpus):
     for r in traj['rows']:
         for k in ('sink1', 'first_share_worst', 'norm_ratio_max', 'previous_max', 'induction_max'):
             assert math.isfinite(r[k]), (k, r)
+
+
+def test_series_summary_of_the_slice_run(corpus):
+    "bench/language_series.py summarize: what experiment 10 reads, from the slice's run (after the test above)."
+    tmp, _ = corpus
+    if not (tmp / 'run' / 'config.yaml').exists(): pytest.skip('needs the run of test_prepare_train_and_trajectory_on_the_slice')
+    runs = tmp / 'runs'; runs.mkdir(exist_ok=True)
+    if not (runs / 'run').exists(): (runs / 'run').symlink_to(tmp / 'run')
+    bench = Path(__file__).resolve().parent.parent / 'bench' / 'language_series.py'
+    r = subprocess.run([sys.executable, str(bench), 'summarize', '--out', str(runs), '--corpus', str(tmp / 'corpus'),
+                        '--json', str(tmp / 'series.json'), '--quiet'], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    series = json.loads((tmp / 'series.json').read_text())
+    (run,) = series['runs']
+    assert run['steps'] == 200 and run['status'].startswith('complete') and run['resumed_at'] == []
+    assert series['corpus']['shards']['val']['documents'] >= 1 and 0 < run['uniform_first_alpha'] < 1
+    low, main = [t['sink1_low_eps'] for t in run['trajectory']], [t['sink1'] for t in run['trajectory']]
+    assert all(a >= b for a, b in zip(low, main)), 'Sink_1 at a lower eps can only count more heads'
+    assert [e['step'] for e in run['evaluations']] == [0, 100, 200]
