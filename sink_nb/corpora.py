@@ -5,7 +5,7 @@
 # %% ../nbs/12_corpora.ipynb #d698564f
 from __future__ import annotations
 import codecs, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil, socket, subprocess, tempfile
-import threading, time, urllib.parse
+import threading, time, urllib.parse, uuid, zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -23,8 +23,9 @@ from .checks import check_choice, check_int
 __all__ = ['TEXT_CORPORA', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path',
            'hub_reachable', 'corpus_files', 'is_saved_dataset', 'text_paragraphs', 'check_load_args', 'load_corpus',
            'ByteTokenizer', 'get_tokenizer', 'declared_add_bos', 'gguf_tokenizer', 'PackageCorpus', 'fetch_package',
-           'unpack', 'html_text', 'pod_text', 'dictd_entries', 'prose', 'package_documents', 'package_licences',
-           'heldout', 'build_package_corpus', 'train_tokenizer']
+           'unpack', 'html_text', 'pod_text', 'dictd_entries', 'gcide_plain', 'prose', 'package_documents',
+           'copyright_file', 'package_licences', 'heldout', 'heldout_overlap', 'build_package_corpus',
+           'train_tokenizer']
 
 # %% ../nbs/12_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -282,20 +283,35 @@ PACKAGE_CORPORA = {
 }
 
 # %% ../nbs/12_corpora.ipynb #af0baae5
+def _apt_record(package:str) -> tuple[str, str]|None:
+    "(file name, SHA-256) of `package` in apt's index; None where there is no apt or it does not know the package."
+    if shutil.which('apt-get') is None: return None
+    r = subprocess.run(['apt-get', 'download', '--print-uris', package], capture_output=True, text=True)
+    m = re.search(r"^'[^']+' (\S+\.deb) \d+ SHA256:([0-9a-f]{64})$", r.stdout, re.M)
+    return (m[1], m[2]) if m else None
+
+def _sha256(path:Path) -> str: return hashlib.sha256(path.read_bytes()).hexdigest()
+
+# %% ../nbs/12_corpora.ipynb #3f6bf987
 def fetch_package(package:str, cache:Path) -> Path:
-    "The .deb of `package` in `cache`, fetched by `apt-get download` unless one is already there."
+    "The .deb of `package` in `cache`, checked against apt's index, fetched by `apt-get download` where needed."
     if not isinstance(package, str) or not re.fullmatch(r'[a-z0-9][a-z0-9+.-]+', package):
         raise ValueError(f"`package` must be a Debian package name, got {package!r}")
     cache.mkdir(parents=True, exist_ok=True)
-    have = sorted(cache.glob(f'{package}_*.deb'))
-    if have: return have[-1]
-    if shutil.which('apt-get') is None: raise RuntimeError("building a package corpus needs apt-get (Debian or Ubuntu)")
+    if (record := _apt_record(package)) is None:                          # not in apt's index: a local package
+        have = sorted(cache.glob(f'{package}_*.deb'))
+        if len(have) == 1: return have[0]
+        raise RuntimeError(f"apt knows no package {package!r}, and the cache {cache} holds "
+                           f"{len(have) or 'no'} .deb files of it: {[p.name for p in have]}")
+    name, sha = record
+    if (cache / name).is_file() and not (cache / name).is_symlink() and _sha256(cache / name) == sha:
+        return cache / name
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         r = subprocess.run(['apt-get', 'download', package], cwd=tmp, capture_output=True, text=True)
-        debs = list(Path(tmp).glob('*.deb'))
-        if r.returncode or len(debs) != 1:
+        got = Path(tmp) / name
+        if r.returncode or not got.is_file() or _sha256(got) != sha:
             raise RuntimeError(f"`apt-get download {package}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
-        return Path(shutil.move(str(debs[0]), cache / debs[0].name))
+        return Path(shutil.move(str(got), cache / name))
 
 def unpack(deb:Path, dest:Path) -> Path:
     "Unpack `deb` into `dest` with `dpkg-deb -x`: no install, no maintainer script."
@@ -316,12 +332,14 @@ class _TextOf(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True); self.parts, self.skip = [], []
     def handle_starttag(self, tag, attrs):
         if tag in _VOID: return self.parts.append('\n\n') if tag in _BLOCK else None
+        if tag == 'body' and self.skip[:1] == ['head']: self.skip.clear()      # a <head> left open, as HTML5 allows
         if self.skip or tag in _SKIP: self.skip.append(tag)          # inside a skipped element: track nesting only
         elif tag in _BLOCK: self.parts.append('\n\n')
     def handle_endtag(self, tag):
         if not self.skip: return self.parts.append('\n\n') if tag in _BLOCK else None
         if tag in self.skip:                                           # close it and anything left open inside it
             while self.skip.pop() != tag: pass
+        elif tag in _BLOCK: self.skip.clear(); self.parts.append('\n\n')   # closes a block opened before the skip
     def handle_data(self, data):
         if not self.skip: self.parts.append(data)
 
@@ -331,10 +349,19 @@ def html_text(page:str) -> str:
     return '\n\n'.join(b for b in (re.sub(r'\s+', ' ', b).strip() for b in ''.join(p.parts).split('\n\n')) if b)
 
 # %% ../nbs/12_corpora.ipynb #c38bc665
+_POD_ESCAPES = {'gt': '>', 'lt': '<', 'verbar': '|', 'sol': '/', 'quot': '"', 'amp': '&'}
+
 def pod_text(pod:str) -> str:
-    "Paragraphs of a Perl POD page: commands (=head1 ...) and verbatim (indented: code) paragraphs dropped."
-    keep = [b for b in re.split(r'\n\s*\n', pod) if b.strip() and not b.startswith((' ', '\t', '='))]
-    return '\n\n'.join(re.sub(r'[A-Z]<+\s*([^<>]*?)\s*>+', r'\1', re.sub(r'\s+', ' ', b)).strip() for b in keep)
+    "Paragraphs of a Perl POD page: commands, =begin…=end regions and verbatim (indented: code) paragraphs dropped."
+    keep, skipping = [], False
+    for b in re.split(r'\n\s*\n', pod):
+        if b.startswith('=begin'): skipping = True
+        if skipping: skipping = not b.startswith('=end'); continue
+        if b.strip() and not b.startswith((' ', '\t', '=')): keep.append(re.sub(r'\s+', ' ', b))
+    held = {c: chr(0xE000 + i) for i, c in enumerate(_POD_ESCAPES.values())}   # escaped <, > kept out of the codes
+    escaped = [re.sub(r'E<([^<>]*)>', lambda m: held.get(_POD_ESCAPES.get(m[1], ''), ''), b) for b in keep]
+    plain = [re.sub(r'[A-Z]<+\s*([^<>]*?)\s*>+', r'\1', b).strip() for b in escaped]
+    return '\n\n'.join(p.translate({ord(v): k for k, v in held.items()}) for p in plain)
 
 def dictd_entries(data:bytes, doc_chars:int=20_000) -> Iterator[str]:
     "The text of a dictd .dict file in documents of about `doc_chars` characters of whole entries."
@@ -343,6 +370,12 @@ def dictd_entries(data:bytes, doc_chars:int=20_000) -> Iterator[str]:
         doc.append(re.sub(r'\s+', ' ', para).strip())
         if sum(map(len, doc)) > doc_chars: yield '\n\n'.join(doc); doc = []
     if doc: yield '\n\n'.join(doc)
+
+# %% ../nbs/12_corpora.ipynb #390a024c
+def gcide_plain(text:str) -> str:
+    "GCIDE's entries without their markup: pronunciations between backslashes and source tags like [1913 Webster]."
+    text = re.sub(r'\s*\[(?:\d{4} Webster|Webster \d{4} Suppl\.|PJC|WordNet [\d.]+)\]', '', text)
+    return re.sub(r' ?\\[^\\\n]{1,80}\\', '', text)
 
 # %% ../nbs/12_corpora.ipynb #d7ec5a15
 _ENGLISH = set('the of and to a in is that for it as with be on not this are by or from at an which can you if but'
@@ -362,7 +395,13 @@ def _page_documents(path:Path) -> Iterator[str]:
     name = path.name.lower()
     if name.endswith(('.html', '.htm')): yield html_text(path.read_text('utf-8', errors='replace'))
     elif name.endswith('.pod'): yield pod_text(path.read_text('utf-8', errors='replace'))
-    elif name.endswith('.dict.dz'): yield from dictd_entries(gzip.decompress(path.read_bytes()))
+    elif name.endswith('.dict.dz'):
+        try: data = gzip.decompress(path.read_bytes())
+        except (EOFError, OSError, zlib.error) as e:
+            raise RuntimeError(f"{path.name} is not a readable gzip file ({e}); delete its .deb to fetch it "
+                               "again") from None
+        clean = gcide_plain if name.startswith('gcide') else (lambda t: t)      # GCIDE marks up its entries
+        yield from map(clean, dictd_entries(data))
 
 def package_documents(root:Path) -> Iterator[tuple[str, str]]:
     "(file, text) of every page an unpacked package holds, in sorted order; Sphinx `_sources` copies and links skipped."
@@ -370,10 +409,20 @@ def package_documents(root:Path) -> Iterator[tuple[str, str]]:
         if '_sources' not in path.relative_to(root).parts:
             for text in _page_documents(path): yield str(path.relative_to(root)), text
 
+# %% ../nbs/12_corpora.ipynb #952ae315
+def copyright_file(root:Path, package:str) -> tuple[Path|None, str]:
+    "The package's Debian copyright file inside `root` (a link is followed only within it), or None and why not."
+    doc = root / 'usr' / 'share' / 'doc' / package
+    f = Path(os.path.realpath(doc / 'copyright'))
+    if not f.is_relative_to(Path(os.path.realpath(root))): return None, 'its copyright file links outside the package'
+    if f.is_file(): return f, ''
+    if doc.is_symlink(): return None, f'its documentation folder links to {os.readlink(doc)}, another package'
+    return None, 'no copyright file'
+
 def package_licences(root:Path, package:str) -> list[str]:
     "The licences a package's machine-readable (DEP-5) Debian copyright file names in its `License:` fields."
-    f = root / 'usr' / 'share' / 'doc' / package / 'copyright'
-    if not f.is_file(): return ['(no copyright file)']
+    f, why = copyright_file(root, package)
+    if f is None: return [f'({why})']
     text = f.read_text('utf-8', errors='replace').strip()
     if not text.startswith('Format:'): return ['(not machine-readable: read its copyright file)']
     found = [m.strip() for m in re.findall(r'^License:\s*(.+)$', text, re.M)]
@@ -391,10 +440,10 @@ def _package_pages(args) -> dict:
             n_files += 1; n_chars += len(text)
             paras = [p for p in text.split('\n\n') if prose(p, min_words)]
             if paras: pages.append((file, paras))
-        copyright = root / 'usr' / 'share' / 'doc' / package / 'copyright'
+        copyright = copyright_file(root, package)[0]
         return dict(package=package, pages=pages, files=n_files, raw_characters=n_chars,
                     licences=package_licences(root, package),
-                    copyright=copyright.read_text('utf-8', errors='replace') if copyright.is_file() else None)
+                    copyright=copyright.read_text('utf-8', errors='replace') if copyright else None)
 
 # %% ../nbs/12_corpora.ipynb #4a360cf9
 def heldout(text:str, per_mille:int) -> bool:
@@ -405,18 +454,33 @@ def _write_documents(result:dict, seen:set, files:dict, min_doc_words:int, per_m
     "Write one package's pages as documents, each paragraph once in the whole corpus; the package's counts."
     counts = dict(documents=0, heldout_documents=0, bytes=0, heldout_bytes=0, duplicate_paragraphs=0)
     for file, paras in result['pages']:
-        fresh = []
+        fresh, digests = [], set()
         for p in paras:
             d = hashlib.blake2b(p.encode(), digest_size=8).digest()
-            if d in seen: counts['duplicate_paragraphs'] += 1
-            else: seen.add(d); fresh.append(p)
+            if d in seen or d in digests: counts['duplicate_paragraphs'] += 1
+            else: digests.add(d); fresh.append(p)
         text = '\n\n'.join(fresh)
-        if len(text.split()) < min_doc_words: continue
+        if len(text.split()) < min_doc_words: continue                 # its paragraphs stay free for a later page
+        seen.update(digests)
         split, n = ('heldout' if heldout(text, per_mille) else 'train'), len(text.encode())
         files[split].write(json.dumps(dict(text=text, package=result['package'], file=file)) + '\n')
         counts['documents'] += 1; counts['bytes'] += n
         if split == 'heldout': counts['heldout_documents'] += 1; counts['heldout_bytes'] += n
     return counts
+
+# %% ../nbs/12_corpora.ipynb #53790fc0
+def _sentences(text:str, min_chars:int) -> Iterator[str]:
+    return (s for s in re.split(r'(?<=[.!?])\s+', text) if len(s) >= min_chars)
+
+def heldout_overlap(folder:Path, min_chars:int=60) -> dict:
+    "How many held-out sentences (of `min_chars` or more) appear word for word in the train split."
+    read = lambda f: (json.loads(line)['text'] for line in open(folder / f))
+    held = {hashlib.blake2b(s.encode(), digest_size=8).digest() for t in read('heldout.jsonl')
+            for s in _sentences(t, min_chars)}
+    found = {d for t in read('train.jsonl') for s in _sentences(t, min_chars)
+             if (d := hashlib.blake2b(s.encode(), digest_size=8).digest()) in held}
+    return dict(min_chars=min_chars, heldout_sentences=len(held), also_in_train=len(found),
+                percent=round(100 * len(found) / max(len(held), 1), 2))
 
 # %% ../nbs/12_corpora.ipynb #6f9f02ca
 def _corpus_packages(name:str, packages) -> tuple[PackageCorpus, tuple]:
@@ -430,14 +494,29 @@ def _corpus_packages(name:str, packages) -> tuple[PackageCorpus, tuple]:
     if unknown: raise ValueError(f"`packages` {unknown} are not in {name!r}; its packages: {list(corpus.packages)}")
     return corpus, tuple(dict.fromkeys(packages))
 
+# %% ../nbs/12_corpora.ipynb #e278e731
+_CORPUS_FILES = {'train.jsonl', 'heldout.jsonl', 'card.json', 'CARD.md', 'copyright', 'tokenizer'}
+
 def _refuse_corpus_out(out:Path, overwrite:bool):
-    "Refuse a non-empty `out` unless `overwrite` and it holds a corpus this builder wrote (a card.json)."
+    "Refuse a non-empty `out` unless `overwrite` and it holds only what this builder writes."
+    if out.is_symlink(): raise ValueError(f"`out` {str(out)!r} is a link; give the folder itself")
     if out.exists() and not out.is_dir(): raise ValueError(f"`out` {str(out)!r} is a file, not a folder")
     if not out.exists() or not any(out.iterdir()): return
     if not overwrite:
         raise ValueError(f"`out` {str(out)!r} is not empty; pass overwrite=True to replace the corpus there")
-    if not (out / 'card.json').is_file():
-        raise ValueError(f"`out` {str(out)!r} holds no corpus (no card.json); refusing to delete what it holds")
+    if not (out / 'card.json').is_file() or (odd := sorted({p.name for p in out.iterdir()} - _CORPUS_FILES)):
+        what = 'no card.json' if not (out / 'card.json').is_file() else ', '.join(odd[:5])
+        raise ValueError(f"`out` {str(out)!r} holds what a corpus build does not write ({what}); refusing to delete it")
+
+def _publish_corpus(tmp:Path, out:Path):
+    "Rename the finished `tmp` to `out`; an old corpus is moved aside first and removed only once the new one is in."
+    old = out.with_name(f'.{out.name}.old-{uuid.uuid4().hex[:8]}') if out.exists() else None
+    if old is not None: out.rename(old)
+    try: tmp.rename(out)
+    except OSError:
+        if old is not None: old.rename(out)
+        raise
+    if old is not None: shutil.rmtree(old)
 
 # %% ../nbs/12_corpora.ipynb #57d532b1
 def _card_text(card:dict) -> str:
@@ -447,7 +526,9 @@ def _card_text(card:dict) -> str:
              f"Built {card['built']} by sink_nb {card['sink_nb_version']} from {len(card['packages'])} packages: "
              f"{t['documents']:,} documents, {t['megabytes']:.1f} MB of UTF-8 text, of which "
              f"{t['heldout_documents']:,} documents ({t['heldout_megabytes']:.1f} MB) are held out in heldout.jsonl; "
-             f"{t['duplicate_paragraphs']:,} repeated paragraphs dropped.", '',
+             f"{t['duplicate_paragraphs']:,} repeated paragraphs dropped; {t['heldout_overlap']['percent']:g} % of the "
+             f"held-out sentences of {t['heldout_overlap']['min_chars']}+ characters also stand word for word in "
+             "train.jsonl.", '',
              "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). "
              "Kept: paragraphs of HTML and POD pages and dictd entries that read as English prose "
              f"(>= {card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at "
@@ -482,7 +563,7 @@ def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_word
     total = lambda k: sum(r[k] for r in rows)
     totals = dict(documents=total('documents'), heldout_documents=total('heldout_documents'),
                   megabytes=total('bytes') / 1e6, heldout_megabytes=total('heldout_bytes') / 1e6,
-                  duplicate_paragraphs=total('duplicate_paragraphs'))
+                  duplicate_paragraphs=total('duplicate_paragraphs'), heldout_overlap=heldout_overlap(tmp))
     return dict(name=name, description=corpus.description, built=time.strftime('%Y-%m-%d'), sink_nb_version=__version__,
                 min_words=min_words, min_doc_words=min_doc_words, heldout_per_mille=corpus.heldout_per_mille,
                 seconds=round(time.time() - t0, 1), totals=totals, packages=rows)
@@ -517,8 +598,7 @@ def build_package_corpus(
             raise ValueError(f"no document of {card['totals']['documents']} was held out at "
                              f"{corpus.heldout_per_mille} per 1000; raise `heldout_per_mille` or read more packages")
         (tmp / 'card.json').write_text(json.dumps(card, indent=1)); (tmp / 'CARD.md').write_text(_card_text(card))
-        if out.exists(): shutil.rmtree(out)
-        tmp.rename(out)
+        _publish_corpus(tmp, out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return out
 
@@ -544,6 +624,7 @@ def train_tokenizer(corpus, vocab_size:int=4096, progress:bool=True) -> Path:
     _record_tokenizer(corpus, vocab_size)
     return corpus / 'tokenizer'
 
+# %% ../nbs/12_corpora.ipynb #c35093d9
 def _record_tokenizer(corpus:Path, vocab_size:int):
     "Add the tokenizer (size, SHA-256 of tokenizer.json) to the corpus's card.json and CARD.md, each replaced whole."
     card = json.loads((corpus / 'card.json').read_text())
