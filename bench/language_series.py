@@ -110,17 +110,20 @@ def run_summary(folder:Path, progress:bool) -> dict:
     cfg = run.config
     evals = [dict(step=e.step, tokens=e.tokens, val_loss=round(e.val_loss, 4), loss=e.loss and round(e.loss, 4),
                   sink1=e.sink[1], time=e.time) for e in run.metrics()]
-    main, low = (trajectory(folder, eps=eps, progress=progress) for eps in (cfg.train.eps, LOW_EPS))
-    rows = [{k: v for k, v in a.items() if k not in ('source', 'revision', 'heads')} | dict(sink1_low_eps=b['sink1'])
-            for a, b in zip(main.rows, low.rows, strict=True)]
-    T = main.meta['probe']['T'] if 'T' in main.meta['probe'] else cfg.train.probe_T
+    try: main, low = (trajectory(folder, eps=eps, progress=progress) for eps in (cfg.train.eps, LOW_EPS))
+    except ValueError as e:                          # a run just started: fewer than two checkpoints to measure
+        if 'checkpoint' not in str(e): raise
+        main = low = None
+    at_low = {} if low is None else {r['step']: r['sink1'] for r in low.rows}   # a training run may add one between
+    rows = [] if main is None else [{k: v for k, v in a.items() if k not in ('source', 'revision', 'heads')}
+                                    | dict(sink1_low_eps=at_low[a['step']]) for a in main.rows if a['step'] in at_low]
+    last = max([(e['step'], e['tokens']) for e in evals] + [(r['step'], r['tokens']) for r in rows] or [(0, 0)])
     return dict(name=folder.name, config=cfg.model.name, seed=cfg.train.seed, status=run.status,
-                params=run_params(cfg.model), steps=evals[-1]['step'] if evals else 0,
-                tokens=evals[-1]['tokens'] if evals else 0, resumed_at=[e.step for e in run.events() if e.kind == 'resumed'],
+                params=run_params(cfg.model), steps=last[0], tokens=last[1],
+                resumed_at=[e.step for e in run.events() if e.kind == 'resumed'],
                 seconds=evals[-1]['time'] if evals else 0, eps=cfg.train.eps, low_eps=LOW_EPS,
-                uniform_first_alpha=round(uniform_first_alpha(T), 4), probe=main.meta['probe'], meta=main.meta,
-                evaluations=evals,
-                trajectory=rows)
+                uniform_first_alpha=round(uniform_first_alpha(cfg.train.probe_T), 4),
+                probe=main and main.meta['probe'], meta=main and main.meta, evaluations=evals, trajectory=rows)
 
 
 def run_params(model_cfg) -> int:
