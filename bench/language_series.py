@@ -5,6 +5,7 @@ sizes x three seeds on the debian-docs corpus, resumable, two runs at once with 
     python bench/language_series.py pilot --out runs/lang-pilot      # 3 learning rates x 500 steps of lang-4x128
     python bench/language_series.py series --out runs/lang --steps 12500   # resumes every run that is there
     python bench/language_series.py status --out runs/lang           # steps, tokens and Sink_1 of every run so far
+    python bench/language_series.py knobs --out runs/lang-knobs      # learning rate, weight decay, sigmoid, no BOS
 
 The plan (sizes, seeds, schedule, budget and the pilot's rule) is fixed here and in the lang-* configs before any run of
 the series; `experiments/10_sinks_on_language` reads what the runs wrote. Runs are seed-major within a size, smallest
@@ -21,6 +22,17 @@ PILOT_STEPS, PILOT_SEED = 500, 99                       # the pilot's seed is no
 # The pilot runs the smallest size only. lang-6x128 (the same width) takes its learning rate; lang-6x192 takes it times
 # 128/192, Adam's learning rate scaled inversely with width. Fixed here before the pilot ran.
 TOKENS_PER_STEP = 32 * 256
+# The knobs of experiments 01-04 on language, at the smallest size where the series shows a sink forming (lang-4x128:
+# Sink_1 past 10 % near 10-20M tokens in seeds 0 and 1). Fixed here before any knob run: each variant is lang-4x128 with
+# the overrides below, seeds 0-2 as the series, KNOB_STEPS steps; each is compared with the series' lang-4x128 run of
+# the same seed at step KNOB_STEPS (a checkpoint of the series), paired by seed.
+KNOBS = {
+    'lr-0.003': ['lr=0.003', 'min_lr=0.003'],            # a smaller learning rate (experiment 01)
+    'wd-0.5': ['weight_decay=0.5'],                      # a larger weight decay (experiment 03; the paper: a larger sink)
+    'sigmoid': ['attention=sigmoid', 'normalize=false'], # sigmoid attention without normalisation (experiment 04)
+    'no-bos': ['fixed_token=null'],                      # packed text, no BOS: the paper's own setting (experiment 02)
+}
+KNOB_STEPS = 4000                                        # 32.8M tokens, past the series' onsets
 
 
 def corpus_overrides(corpus:Path|None, data_dir:Path|None) -> list[str]:
@@ -87,6 +99,14 @@ def series(args):
     sizes = args.sizes or SIZES
     jobs = [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(args.out / f'{c}-seed{s}'),
                  overrides=corpus_overrides(args.corpus, args.data_dir)) for c in sizes for s in SERIES_SEEDS]
+    run_jobs(jobs, args.jobs)
+
+
+def knobs(args):
+    "Train every knob variant of lang-4x128 on the series' seeds (resumable), two at a time."
+    jobs = [dict(config=SIZES[0], seed=s, steps=KNOB_STEPS, threads=1, out_dir=str(args.out / f'{name}-seed{s}'),
+                 overrides=[*corpus_overrides(args.corpus, args.data_dir), *extra, f'name=lang-4x128-{name}'])
+            for s in SERIES_SEEDS for name, extra in KNOBS.items()]
     run_jobs(jobs, args.jobs)
 
 
@@ -161,7 +181,7 @@ def summarize(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('what', choices=('pilot', 'series', 'status', 'summarize'))
+    p.add_argument('what', choices=('pilot', 'series', 'knobs', 'status', 'summarize'))
     p.add_argument('--out', type=Path, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
@@ -172,7 +192,7 @@ def main(argv=None):
     p.add_argument('--quiet', action='store_true')
     args = p.parse_args(argv)
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    dict(pilot=pilot, series=series, status=status, summarize=summarize)[args.what](args)
+    dict(pilot=pilot, series=series, knobs=knobs, status=status, summarize=summarize)[args.what](args)
 
 
 if __name__ == '__main__':
