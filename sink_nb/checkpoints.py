@@ -16,9 +16,9 @@ from .checks import check_choice, check_int, interrupt_safe
 
 # %% auto #0
 __all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
-           'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'latest_good_checkpoint',
-           'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due', 'checkpoint_steps', 'process_alive',
-           'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
+           'file_sha256', 'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint',
+           'latest_good_checkpoint', 'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due',
+           'checkpoint_steps', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
 
 # %% ../nbs/08_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -81,7 +81,8 @@ def is_disk_full(e:Exception) -> bool:
     "Is `e` a full disk? An OSError ENOSPC, or safetensors' own error wrapping one."
     return getattr(e, 'errno', None) == errno.ENOSPC or 'os error 28' in str(e)
 
-def _sha256(path:Path) -> str:
+def file_sha256(path:Path) -> str:
+    "SHA-256 of a file, read in 1 MiB chunks."
     h = hashlib.sha256()
     with open(path, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
@@ -132,7 +133,7 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     try:
         save_file(model_state, str(tmp / 'model.safetensors'))
         save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+        files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
         (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
     except (OSError, SafetensorError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -166,7 +167,7 @@ def load_checkpoint(run_dir:Path, step:int) -> dict:
         raise ValueError(f"{d / 'state.json'} names files outside the checkpoint ({', '.join(outside)}): only the "
                          "checkpoint's own files are read")
     for name, digest in sums.items():
-        if not plain_file(d / name) or _sha256(d / name) != digest:
+        if not plain_file(d / name) or file_sha256(d / name) != digest:
             raise ValueError(f"{d / name} is missing or damaged (checksum)")
     return dict(model=load_file(str(d / 'model.safetensors')), optimizer=load_tree(d / 'optimizer.safetensors'),
                 rng=load_tree(d / 'rng.safetensors'), state=state)

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 import torch
 from torch import Tensor
 
-from .checkpoints import working_folder
+from .checkpoints import file_sha256, working_folder
 from .checks import check_choice, check_int
 
 # %% auto #0
@@ -290,8 +290,6 @@ def _apt_record(package:str) -> tuple[str, str]|None:
     m = re.search(r"^'[^']+' (\S+\.deb) \d+ SHA256:([0-9a-f]{64})$", r.stdout, re.M)
     return (m[1], m[2]) if m else None
 
-def _sha256(path:Path) -> str: return hashlib.sha256(path.read_bytes()).hexdigest()
-
 # %% ../nbs/12_corpora.ipynb #3f6bf987
 def fetch_package(package:str, cache:Path) -> Path:
     "The .deb of `package` in `cache`, checked against apt's index, fetched by `apt-get download` where needed."
@@ -304,12 +302,12 @@ def fetch_package(package:str, cache:Path) -> Path:
         raise RuntimeError(f"apt knows no package {package!r}, and the cache {cache} holds "
                            f"{len(have) or 'no'} .deb files of it: {[p.name for p in have]}")
     name, sha = record
-    if (cache / name).is_file() and not (cache / name).is_symlink() and _sha256(cache / name) == sha:
+    if (cache / name).is_file() and not (cache / name).is_symlink() and file_sha256(cache / name) == sha:
         return cache / name
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         r = subprocess.run(['apt-get', 'download', package], cwd=tmp, capture_output=True, text=True)
         got = Path(tmp) / name
-        if r.returncode or not got.is_file() or _sha256(got) != sha:
+        if r.returncode or not got.is_file() or file_sha256(got) != sha:
             raise RuntimeError(f"`apt-get download {package}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
         return Path(shutil.move(str(got), cache / name))
 
@@ -558,7 +556,7 @@ def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_word
             counts = _write_documents(r, seen, dict(train=train, heldout=held), min_doc_words, corpus.heldout_per_mille)
             deb = debs[r['package']]
             if r['copyright'] is not None: (tmp / 'copyright' / r['package']).write_text(r['copyright'])
-            rows.append(dict(package=r['package'], deb=deb.name, sha256=hashlib.sha256(deb.read_bytes()).hexdigest(),
+            rows.append(dict(package=r['package'], deb=deb.name, sha256=file_sha256(deb),
                              files=r['files'], raw_characters=r['raw_characters'], licences=r['licences'], **counts))
     total = lambda k: sum(r[k] for r in rows)
     totals = dict(documents=total('documents'), heldout_documents=total('heldout_documents'),
@@ -629,7 +627,7 @@ def _record_tokenizer(corpus:Path, vocab_size:int):
     "Add the tokenizer (size, SHA-256 of tokenizer.json) to the corpus's card.json and CARD.md, each replaced whole."
     card = json.loads((corpus / 'card.json').read_text())
     card['tokenizer'] = dict(kind='byte-level BPE (tokenizers)', vocab_size=vocab_size, trained_on='train.jsonl',
-                             sha256=hashlib.sha256((corpus / 'tokenizer' / 'tokenizer.json').read_bytes()).hexdigest())
+                             sha256=file_sha256(corpus / 'tokenizer' / 'tokenizer.json'))
     texts = {'card.json': json.dumps(card, indent=1)} | ({'CARD.md': _card_text(card)} if 'totals' in card else {})
     for name, text in texts.items():
         (corpus / f'{name}.tmp').write_text(text); os.replace(corpus / f'{name}.tmp', corpus / name)
