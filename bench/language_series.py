@@ -73,12 +73,10 @@ def run_jobs(jobs:list[dict], n:int):
 
 
 def last_row(run:Path) -> dict|None:
-    "The last evaluation row of a run's log, if any."
-    log = run / 'metrics.jsonl'
-    if not log.exists(): return None
-    rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-    rows = [r for r in rows if 'val_loss' in r]
-    return rows[-1] if rows else None
+    "The last evaluation of a run as the run layer reads its log (None: none yet)."
+    from sink_nb.runs import Run
+    evaluations = Run(run).metrics() if (run / 'config.yaml').exists() else []
+    return evaluations[-1]._asdict() if evaluations else None
 
 
 def pilot(args):
@@ -114,8 +112,8 @@ def status(args):
     for run in sorted(p for p in args.out.iterdir() if p.is_dir()):
         r = last_row(run)
         if r is None: print(f"{run.name}: no evaluation yet"); continue
-        print(f"{run.name}: step {r['step']:,} ({r['step'] * TOKENS_PER_STEP / 1e6:.1f}M tokens) val loss "
-              f"{r['val_loss']:.3f} Sink_1 {r['sink']['1']:.2f} %")
+        print(f"{run.name}: step {r['step']:,} ({r['tokens'] / 1e6:.1f}M tokens) val loss "
+              f"{r['val_loss']:.3f} Sink_1 {r['sink'][1]:.2f} %")
 
 
 LOW_EPS = 0.1
@@ -148,7 +146,7 @@ def run_summary(folder:Path, progress:bool) -> dict:
 
 def run_params(model_cfg) -> int:
     from sink_nb.model import SinkLM
-    return sum(p.numel() for p in SinkLM(model_cfg).parameters())
+    return SinkLM(model_cfg).num_params(non_embedding=False)
 
 
 def shard_sizes(folder:Path) -> dict:
