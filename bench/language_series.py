@@ -10,6 +10,11 @@ sizes x three seeds on the debian-docs corpus, resumable, two runs at once with 
 The plan (sizes, seeds, schedule, budget and the pilot's rule) is fixed here and in the lang-* configs before any run of
 the series; `experiments/10_sinks_on_language` reads what the runs wrote. Runs are seed-major within a size, smallest
 size first, so a stop leaves whole seeds of the smallest size rather than one seed of every size.
+
+The runs take about 30 hours of this 2-core machine and go in sessions of under 3 hours, so they go in stages (`--until`),
+in this order, fixed when lang-4x128 seeds 0 and 1 stood at step 5,000 and before any other run: (1) every series run
+to step 4,000 (32.8M tokens, the knobs' step), smallest size first; (2) the knobs; (3) every series run to the full
+12,500 steps. The stages order the work only: the sizes, seeds, budget and knobs are the ones fixed above.
 """
 import argparse, json, os, sys, time
 from concurrent.futures import ProcessPoolExecutor
@@ -93,11 +98,26 @@ def pilot(args):
     if args.json: Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
 
 
+def last_checkpoint(out_dir:str) -> int:
+    "The step of a run's newest checkpoint (0: no run there yet)."
+    from sink_nb.runs import Run
+    run = Run(out_dir)
+    return max(run.checkpoints, default=0) if (run.path / 'config.yaml').exists() else 0
+
+
+def staged(jobs:list[dict], until:int|None) -> list[dict]:
+    """`jobs` trained only to step `until` for now (a stage of the plan), leaving out runs already there. The learning
+    rate is constant after warm-up, so a run stopped at a stage and resumed later to the full budget trains as one
+    run would; the change of `steps` is recorded in the run's log."""
+    if until is None: return jobs
+    return [dict(j, steps=min(until, j['steps'])) for j in jobs if last_checkpoint(j['out_dir']) < min(until, j['steps'])]
+
+
 def series(args):
     sizes = args.sizes or SIZES
     jobs = [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(args.out / f'{c}-seed{s}'),
                  overrides=corpus_overrides(args.corpus, args.data_dir)) for c in sizes for s in SERIES_SEEDS]
-    run_jobs(jobs, args.jobs)
+    run_jobs(staged(jobs, args.until), args.jobs)
 
 
 def knobs(args):
@@ -105,7 +125,7 @@ def knobs(args):
     jobs = [dict(config=SIZES[0], seed=s, steps=KNOB_STEPS, threads=1, out_dir=str(args.out / f'{name}-seed{s}'),
                  overrides=[*corpus_overrides(args.corpus, args.data_dir), *extra, f'name=lang-4x128-{name}'])
             for s in SERIES_SEEDS for name, extra in KNOBS.items()]
-    run_jobs(jobs, args.jobs)
+    run_jobs(staged(jobs, args.until), args.jobs)
 
 
 def status(args):
@@ -184,6 +204,7 @@ def main(argv=None):
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
     p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
+    p.add_argument('--until', type=int, help='train every run only to this step for now (a stage; resumed later)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
     p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each')
     p.add_argument('--json', help='pilot, summarize: write the result here')
