@@ -50,7 +50,7 @@ def _timed(fn, *args) -> float:
 def _demo_summary(out:Path, seconds:dict) -> dict:
     "Per variant: final, peak (and step), mean and onset of Sink_1, losses, curves and timing, from the run folders."
     from sink_nb.runs import Run
-    from sink_nb.stats import curve_summary
+    from sink_nb.evidence import curve_summary
     summary = {}
     for v in DEMO_VARIANTS:
         run = Run(out / v)
@@ -331,8 +331,8 @@ def _mean_curves(rows:list[dict], column:int) -> dict[str, list]:
 
 def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> str:
     "Print the table; write the chart and the rows when asked; the table."
-    from sink_nb.stats import stats_table, summarise
-    table = stats_table(rows); print(table)
+    from sink_nb.run_summaries import summarise, summary_table
+    table = summary_table(rows); print(table)
     if out_json: save_output(out_json, json_text(dict(rows=rows, summary=summarise(rows))))
     if chart:
         panels = [dict(series=_mean_curves(rows, 1), ylabel='Sink_1 (%)', ylim=(0, 100)),
@@ -348,7 +348,7 @@ def _notes(rows:list[dict]):
 
 def run_compare(args) -> list[dict]:
     "The `compare` command: statistics of run folders, one row per run, a table per variant."
-    from sink_nb.stats import compare_runs
+    from sink_nb.run_summaries import compare_runs
     check_outputs(args.runs, args.json, args.chart)
     try: rows = compare_runs(args.runs, eps=tuple(args.eps))
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb compare: {e}") from None
@@ -364,7 +364,7 @@ def _check_mitigations_out(out:Path):
 
 def run_mitigations(args) -> list[dict]:
     "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
-    from sink_nb.stats import compare_runs
+    from sink_nb.run_summaries import compare_runs
     from sink_nb.studies import train_mitigations
     _check_mitigations_out(args.out)
     _fresh_out(args.out, _MITIGATION_REPORTS, 'mitigations')

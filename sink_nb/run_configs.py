@@ -13,7 +13,7 @@ from .model import SinkConfig
 from .run_settings import TrainConfig
 
 # %% auto #0
-__all__ = ['CPU_SCALE', 'list_configs', 'load_run_config', 'scale_to_cpu']
+__all__ = ['CPU_SCALE', 'MITIGATIONS', 'list_configs', 'load_run_config', 'scale_to_cpu', 'mitigation_config']
 
 # %% ../nbs/12_run_configs.ipynb #46d544b8
 def _config_dir() -> Path:
@@ -104,3 +104,23 @@ def scale_to_cpu(raw:dict) -> dict:
     model = {k: v for k, v in (raw.get('model') or {}).items() if k not in _SIZE_FIELDS}
     if model.get('window'): model['window'] = max(1, round(model['window'] * 64 / 2048))
     return raw | dict(model=CPU_SCALE['model'] | model, train=(raw.get('train') or {}) | CPU_SCALE['train'])
+
+# %% ../nbs/12_run_configs.ipynb #2267b8d9
+MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
+    'softmax': {},
+    'softmax1': dict(attention='softmax1'),                    # off-by-one: a fixed zero logit in every row
+    'sink-logit': dict(sink_logit=True),                       # gpt-oss: a learned per-head logit, zero value
+    'gate': dict(gate='elementwise'),                          # Qiu et al. 2025: σ(x W) times each head output
+    'softpick': dict(attention='softpick'),                    # rectified softmax; rows may sum below one
+    'sigmoid': dict(attention='sigmoid', normalize=False),     # Gu et al. §7.4
+    'k-bias': dict(k_bias=True),                               # Gu et al. §7.3: a learned key slot, v* = 0
+    'kv-bias': dict(k_bias=True, v_bias=True),
+    'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
+}
+
+def mitigation_config(name:str, scale:str='demo') -> str:
+    "The shipped config of mitigation `name` at `scale` ('demo', '60m' or '1b')."
+    if name not in MITIGATIONS: raise ValueError(f"`name` must be one of {list(MITIGATIONS)}, got {name!r}")
+    if scale not in ('demo', '60m', '1b'): raise ValueError(f"`scale` must be 'demo', '60m' or '1b', got {scale!r}")
+    if name == 'softmax': return {'demo': 'demo-softmax', '60m': '60m-default', '1b': '1b-softmax'}[scale]
+    return f'{scale}-{name}'

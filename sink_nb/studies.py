@@ -16,8 +16,8 @@ from .checks import check_choice, check_int, write_text_whole
 from .model import measure_model
 from .runs import Run
 from .train import NonFiniteTraining, train
-from .run_configs import load_run_config
-from .stats import MITIGATIONS, check_rerun, curve_summary, mitigation_config, onset_summary
+from .run_configs import MITIGATIONS, load_run_config, mitigation_config
+from .evidence import check_rerun, curve_summary, onset_summary
 
 # %% auto #0
 __all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'RERUN_CHECKS', 'in_setting', 'variant_folder', 'train_variant',
