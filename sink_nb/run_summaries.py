@@ -15,7 +15,7 @@ from .checks import check_int
 from .evidence import curve_summary, onset_summary, sink_at
 from .quant import quantised
 from .model import SinkConfig, SinkLM, measure_model, n_positions
-from .stream import check_stream_args, recomputed_nll
+from .stream import check_stream_args, policy_of, recomputed_nll
 from .runs import EvalSet, Run
 from .run_settings import TrainConfig
 from .train import RunData, eval_set, evaluate
@@ -83,21 +83,21 @@ def eviction_nll(model:SinkLM, ids:torch.Tensor, policy:str, window:int=16, sink
     return recomputed_nll(model, ids, policy, window, sinks)                   # a SinkLM keeps no KV cache
 
 # %% ../nbs/22_run_summaries.ipynb #05c7b80c
-def eviction_columns(cache:int=16, sinks:int=4) -> dict[str, tuple[str, int, int]]:
-    "column -> (policy, window, sinks) of a `cache`-token KV cache: the last `cache`, or the first `sinks` + the rest."
+def eviction_columns(cache:int=16, sinks:int=4, policies=('window', 'sinks')) -> dict[str, tuple[str, int, int]]:
+    "column -> (policy, window, sinks) of a `cache`-token KV cache per policy: a sink policy's sinks take their share."
     check_int(cache, 'cache', 2); check_int(sinks, 'sinks', 1, cache - 1)
-    return {f'ppl_window{cache}/dense': ('window', cache, 0),
-            f'ppl_sinks{sinks}+{cache - sinks}/dense': ('sinks', cache - sinks, sinks)}
+    out = {}
+    for name in policies:
+        s = sinks if policy_of(name).sink_slots else 0                  # sink slots take their share of the cache
+        out[f"ppl_{name}{f'{s}+' if s else ''}{cache - s}/dense"] = (name, cache - s, s)
+    return out
 
 EVICTION_COLUMNS = eviction_columns()
 
 def _cache_of(policy:str, window:int, sinks:int, T:int) -> int:
-    "The tokens a full cache holds, if some predicted position of a `T`-token sequence lies past them."
-    cache = window + (sinks if policy == 'sinks' else 0)
-    if cache > T - 2:
-        raise ValueError(f"a {policy} cache of {cache} tokens leaves no predicted position past it in sequences of T = "
-                         f"{T} tokens (positions 1..{T - 1}); use a smaller cache or T >= {cache + 2}")
-    return cache
+    "Keys the cache holds when `policy` first evicts (0: it keeps every key), on sequences of `T` tokens."
+    check_stream_args(policy, window, sinks, T)            # refuses a cache that leaves no predicted position past it
+    return policy_of(policy).cache_size(window, sinks, T) or 0
 
 def eviction_costs(model:SinkLM, ids:torch.Tensor, columns:dict=EVICTION_COLUMNS) -> dict:
     "column -> perplexity under (policy, window, sinks) over dense, on the positions of `ids` (N, T) past the cache."
@@ -106,7 +106,7 @@ def eviction_costs(model:SinkLM, ids:torch.Tensor, columns:dict=EVICTION_COLUMNS
     caches = {c: _cache_of(*spec, T) for c, spec in columns.items()}          # all refused before any is computed
     dense, out = eviction_nll(model, ids, 'dense'), {}
     for column, (policy, window, sinks) in columns.items():
-        nll = dense if policy == 'dense' else eviction_nll(model, ids, policy, window, sinks)
+        nll = dense if not policy_of(policy).evicts else eviction_nll(model, ids, policy, window, sinks)
         past = caches[column]
         out[column] = round(math.exp(nll[:, past:].mean().item() - dense[:, past:].mean().item()), 6)
     return out
