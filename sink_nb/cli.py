@@ -359,6 +359,11 @@ def run_compare(args) -> list[dict]:
 # %% ../nbs/29_cli.ipynb #b7e1c005
 _MITIGATION_REPORTS = ('mitigations.json', 'mitigations.svg', 'mitigations.txt')
 
+def _mitigation_names() -> list[str]:
+    "run_configs.MITIGATIONS' names now (imported when a command runs, not when the parser is built)."
+    from sink_nb.run_configs import MITIGATIONS
+    return list(MITIGATIONS)
+
 def _check_mitigations_out(out:Path):
     _check_runs_out(out, set(_mitigation_names()), _MITIGATION_REPORTS, 'mitigations')
 
@@ -368,6 +373,7 @@ def run_mitigations(args) -> list[dict]:
     from sink_nb.studies import train_mitigations
     _check_mitigations_out(args.out)
     _fresh_out(args.out, _MITIGATION_REPORTS, 'mitigations')
+    args.only = args.only or _mitigation_names()                              # none named: every mitigation
     t0 = time.perf_counter()
     try:
         runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
@@ -442,15 +448,7 @@ def _compare_parser(sub):
     c.add_argument('--chart', type=output_file, help='write Sink_1 and val loss vs step (SVG) here')
     c.add_argument('--json', type=output_file, help='write the rows and the summary here')
 
-def _mitigation_names() -> list[str]:
-    "stats.MITIGATIONS' names, read from the shipped demo-NAME configs so that --help needs no torch."
-    import importlib.resources
-    configs = Path(str(importlib.resources.files('sink_nb') / 'configs'))
-    names = sorted(p.stem[len('demo-'):] for p in configs.glob('demo-*.yaml'))
-    return ['softmax'] + [n for n in names if n != 'softmax']
-
 def _mitigations_parser(sub):
-    names = _mitigation_names()
     m = sub.add_parser('mitigations', help='train every sink mitigation on the demo task and compare them',
                        description='Train demo-NAME for each mitigation and seed, then print and chart the comparison. '
                                    'Replaces earlier runs in OUT/NAME/seedK (only what sink_nb wrote); an OUT '
@@ -460,8 +458,8 @@ def _mitigations_parser(sub):
                    help='optimiser steps per run, at least 50 (default 600)')
     m.add_argument('--seeds', type=int_at_least(1), default=3, help='seeds per mitigation (default 3)')
     m.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once (default 2)')
-    m.add_argument('--only', nargs='+', choices=names, default=names, metavar='NAME',
-                   help=f"a subset: {', '.join(names)}")
+    m.add_argument('--only', nargs='+', choices=RegistryChoices('sink_nb.run_configs', 'MITIGATIONS'), metavar='NAME',
+                   help='a subset of run_configs.MITIGATIONS: %(choices)s (default: every one, softmax first)')
 def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
                        description='Train every variant of a study of studies.CPU_STUDIES for each seed on the demo '

@@ -22,7 +22,7 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_ch
                             interrupt_safe)
 from .metrics import SinkMeter, meter_batches
 from .results import SinkResult
-from .positions import POSITIONS, POSITIONS_BIAS_SCORES, NoPE, PositionName
+from .positions import POSITIONS, NoPE, PositionName
 
 # %% auto #0
 __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'GATES', 'GateName', 'InitName', 'BackendName', 'name_to_config', 'INITS',
@@ -154,7 +154,7 @@ def _resolve(cfg:SinkConfig):
               "kernel attention has no scores for a logit to compete with")
     _conflict(cfg.v_bias_scale is None or (cfg.k_bias and not cfg.v_bias), 'v_bias_scale', 'v_bias',
               "a fixed v* needs k_bias=True and v_bias=False")
-    _conflict(not POSITIONS_BIAS_SCORES[cfg.pos] or op.feature is None, 'pos', 'attention',
+    _conflict(not POSITIONS[cfg.pos].biases_scores or op.feature is None, 'pos', 'attention',
               f"pos={cfg.pos!r} biases scores, which kernel attention does not have")
 
 # %% ../nbs/07_model.ipynb #eefc2cce
@@ -298,7 +298,7 @@ class SinkLM(nn.Module):
     "A decoder-only LM with every knob of the paper in its config."
     def __init__(self, cfg:SinkConfig):
         super().__init__(); self.config = cfg
-        self.wte, self.pos = nn.Embedding(cfg.vocab_size, cfg.n_embd), POSITIONS[cfg.pos](cfg)
+        self.wte, self.pos = nn.Embedding(cfg.vocab_size, cfg.n_embd), POSITIONS[cfg.pos].from_config(cfg)
         if cfg.sink_token: self.sink = nn.Parameter(torch.zeros(1, 1, cfg.n_embd))
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.norm = NORMS[cfg.norm_type](cfg.n_embd, eps=cfg.norm_eps) if cfg.norm_position == 'pre' else nn.Identity()
@@ -350,7 +350,7 @@ def backend_for(self:SinkLM, x:Tensor, mask:Tensor|None=None, requested:str|None
     cfg = self.config
     dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
     return choose_backend(requested or cfg.backend, self.blocks[0].attn.spec, x.shape[1], device=x.device, dtype=dtype,
-                          slot=cfg.k_bias or cfg.sink_logit, score_bias=POSITIONS_BIAS_SCORES[cfg.pos],
+                          slot=cfg.k_bias or cfg.sink_logit, score_bias=POSITIONS[cfg.pos].biases_scores,
                           padding=mask is not None,
                           grad=torch.is_grad_enabled())
 

@@ -14,19 +14,23 @@ from torch import Tensor
 from .checks import OneOf
 
 # %% auto #0
-__all__ = ['POSITIONS', 'PositionName', 'POSITIONS_BIAS_SCORES', 'NoPE', 'RoPE', 'Sinusoidal', 'LearnedPositions', 'alibi_slopes',
-           'AlibiBias', 'ALiBi', 't5_bucket', 'BucketBias', 'Relative', 'RelativeReference']
+__all__ = ['POSITIONS', 'PositionName', 'NoPE', 'RoPE', 'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi',
+           't5_bucket', 'BucketBias', 'Relative', 'RelativeReference']
 
 # %% ../nbs/06_positions.ipynb #5ddca7bb
 class NoPE(nn.Module):
     "No position information; the base of every encoding: embed, rotate and score_bias do nothing."
-    biases_scores = False
+    biases_scores = False                   # adds to the scores? read from the class, before any model is built
+    @classmethod
+    def from_config(cls, cfg) -> 'NoPE': return cls()                          # every encoding: built from a config
     def embed(self, positions:Tensor) -> Tensor|None: return None               # (S, d) added to token embeddings
     def rotate(self, q:Tensor, k:Tensor, positions:Tensor): return q, k          # RoPE
     def score_bias(self) -> Callable|None: return None                          # (rows, cols) -> (H, c, n)
 
 # %% ../nbs/06_positions.ipynb #f7604a7e
 class RoPE(NoPE):
+    @classmethod
+    def from_config(cls, cfg) -> 'RoPE': return cls(cfg.head_dim, cfg.rope_base)
     def __init__(self, head_dim:int, base:float=10000.0):
         super().__init__()
         self.register_buffer('inv_freq', 1 / base ** (torch.arange(0, head_dim, 2).float() / head_dim),
@@ -45,6 +49,8 @@ class RoPE(NoPE):
 
 # %% ../nbs/06_positions.ipynb #0f9f40fe
 class Sinusoidal(NoPE):
+    @classmethod
+    def from_config(cls, cfg) -> NoPE: return cls(cfg.block_size + 1, cfg.n_embd)
     def __init__(self, n_positions:int, d:int):
         super().__init__()
         angle = torch.arange(n_positions).float()[:, None] / 10000 ** (torch.arange(0, d, 2).float() / d)   # (S, d/2)
@@ -52,6 +58,7 @@ class Sinusoidal(NoPE):
     def embed(self, positions:Tensor) -> Tensor: return self.table[positions]
 
 class LearnedPositions(NoPE):
+    from_config = classmethod(Sinusoidal.from_config.__func__)                  # the same table shape
     def __init__(self, n_positions:int, d:int): super().__init__(); self.wpe = nn.Embedding(n_positions, d)
     def embed(self, positions:Tensor) -> Tensor: return self.wpe(positions)
 
@@ -72,6 +79,8 @@ class AlibiBias:
 
 class ALiBi(NoPE):
     biases_scores = True
+    @classmethod
+    def from_config(cls, cfg) -> 'ALiBi': return cls(cfg.n_head)
     def __init__(self, n_head:int):
         super().__init__(); self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
     def score_bias(self) -> AlibiBias: return AlibiBias(self.slopes)
@@ -96,6 +105,8 @@ class BucketBias:
 class Relative(NoPE):
     "T5's learned per-bucket, per-head bias, shared by all layers."
     biases_scores = True
+    @classmethod
+    def from_config(cls, cfg) -> 'Relative': return cls(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance)
     def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
         super().__init__(); self.nb, self.md = n_buckets, max_distance
         self.table = nn.Parameter(torch.zeros(n_buckets, n_head))                  # (buckets, H)
@@ -109,17 +120,6 @@ class RelativeReference(Relative):
                              persistent=False)
 
 # %% ../nbs/06_positions.ipynb #8ca1cecc
-POSITIONS = {
-    'rope': lambda cfg: RoPE(cfg.head_dim, cfg.rope_base),
-    'alibi': lambda cfg: ALiBi(cfg.n_head),
-    'nope': lambda cfg: NoPE(),
-    'absolute': lambda cfg: Sinusoidal(cfg.block_size + 1, cfg.n_embd),
-    'learned': lambda cfg: LearnedPositions(cfg.block_size + 1, cfg.n_embd),
-    'relative': lambda cfg: Relative(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
-    'relative_reference': lambda cfg: RelativeReference(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance),
-}
+POSITIONS = {'rope': RoPE, 'alibi': ALiBi, 'nope': NoPE, 'absolute': Sinusoidal, 'learned': LearnedPositions,
+             'relative': Relative, 'relative_reference': RelativeReference}     # name -> a NoPE subclass
 PositionName = Annotated[str, OneOf(POSITIONS)]
-
-# whether an encoding adds to the scores, read before any model is built (backend choice, config checks)
-POSITIONS_BIAS_SCORES = {'rope': False, 'alibi': True, 'nope': False, 'absolute': False, 'learned': False,
-                         'relative': True, 'relative_reference': True}

@@ -212,7 +212,7 @@ def values(self:Study, variant:str, what:str='final', stat:str='sink1', threshol
 
 @patch
 def by_seed(self:Study, variant:str, what:str='final', stat:str='sink1', threshold:float=10.0) -> dict[int, float]:
-    "`values` keyed by seed, {seed: number}: what `stats.compare_groups` pairs two variants by."
+    "`values` keyed by seed, {seed: number}: what `evidence.compare_groups` pairs two variants by."
     return dict(zip(self.seeds(variant), self.values(variant, what, stat, threshold)))
 
 # %% ../nbs/23_studies.ipynb #b8d2e016
