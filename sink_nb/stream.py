@@ -315,11 +315,11 @@ def perplexity_past_window(curves:dict[str, Tensor], window:int) -> dict:
 # %% ../nbs/20_stream.ipynb #d0c2f29c
 def long_ids(tokenizer, T:int) -> Tensor:
     "T token ids of built-in English text, one sequence; an error if the corpora are too short."
-    from sink_nb.corpora import builtin_texts
+    from sink_nb.corpora import TEXT_CORPORA, builtin_texts
     check_int(T, 'T', 2)
     bos = [tokenizer.bos_token_id] if getattr(tokenizer, 'bos_token_id', None) is not None else []
     ids = list(bos)
-    for name in ('sherlock', 'python-docs'):
+    for name in TEXT_CORPORA:                                        # each built-in text, in the registry's order
         for passage in builtin_texts(name):
             ids += tokenizer(passage + '\n\n', add_special_tokens=False)['input_ids']
             if len(ids) >= T: return torch.tensor(ids[:T])
