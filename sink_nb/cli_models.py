@@ -177,7 +177,7 @@ def measure_parser(sub):
     m.add_argument('--divisor', default='reference', help="α's divisor, a name of sink_nb.metrics.DIVISORS (default "
                                                           "reference: the reference code's T - j)")
     m.add_argument('--route', choices=('auto', 'qk', 'eager'), default='auto',
-                   help='qk: α streamed from q and k; eager: T×T weights (auto: qk when the model allows)')
+                   help='qk: α computed in chunks from q and k; eager: T×T weights (auto: qk when the model allows)')
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
     m.add_argument('--stats', nargs='+', default=[], metavar='NAME', 
