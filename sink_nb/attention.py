@@ -132,17 +132,40 @@ class AttentionOp:
     proxy_rule:str = 'weights'           # the metric reads 'weights' as they are, 'sum' A/(ΣA+1e-8), 'abs' |A|/Σ|A|
     proxy_rule_normalized:str|None = None  # ... when normalised, if different
     fused:bool = False                   # computed by fused softmax kernels
+    formula:Callable|None = None         # the weights written out: (scores, visible, normalize) -> A; tests' yardstick
+
+# %% ../nbs/01_attention.ipynb #fc2707cf
+def _exp_rows(s:Tensor, vis:Tensor, normalize:bool) -> Tensor:
+    "The paper's softmax: exp(s_j) / Σ_k exp(s_k) over the visible keys."
+    return torch.softmax(s.masked_fill(~vis, float('-inf')), -1)
+
+def _softpick_rows(s:Tensor, vis:Tensor, normalize:bool) -> Tensor:
+    "Softpick: ReLU(exp(s_j) - 1) / (Σ_k |exp(s_k) - 1| + 1e-6) over the visible keys."
+    e = (s.exp() - 1) * vis
+    return e.relu() / (e.abs().sum(-1, keepdim=True) + 1e-6)
+
+def _mapped_rows(f:Callable, clamp:bool=False) -> Callable:
+    "f(s_j) on the visible keys; normalised: / (Σ_k f(s_k) + 1e-8), or / max(|Σ_k f(s_k)|, 1) if `clamp`."
+    def rows(s:Tensor, vis:Tensor, normalize:bool) -> Tensor:
+        A = f(s) * vis
+        if not normalize: return A
+        total = A.sum(-1, keepdim=True)
+        return A / total.abs().clamp_min(1) if clamp else A / (total + 1e-8)
+    return rows
 
 # %% ../nbs/01_attention.ipynb #cd9d56be
 ATTENTION_OPS = {op.name: op for op in [
-    AttentionOp('softmax', fused=True),
-    AttentionOp('softpick', 'softpick'),
-    AttentionOp('sigmoid', 'sum', torch.sigmoid, optional_norm=True, proxy_rule='sum'),
-    AttentionOp('elu', 'sum', _elu1, optional_norm=True, proxy_rule='sum'),
-    AttentionOp('linear_kernel', 'max_abs', _identity, _identity, optional_norm=True, proxy_rule='abs'),
+    AttentionOp('softmax', fused=True, formula=_exp_rows),
+    AttentionOp('softpick', 'softpick', formula=_softpick_rows),
+    AttentionOp('sigmoid', 'sum', torch.sigmoid, optional_norm=True, proxy_rule='sum',
+                formula=_mapped_rows(torch.sigmoid)),
+    AttentionOp('elu', 'sum', _elu1, optional_norm=True, proxy_rule='sum', formula=_mapped_rows(_elu1)),
+    AttentionOp('linear_kernel', 'max_abs', _identity, _identity, optional_norm=True, proxy_rule='abs',
+                formula=_mapped_rows(_identity, clamp=True)),
     AttentionOp('elu_kernel', 'sum', _identity, _elu1, optional_norm=True, proxy_rule='abs',
-                proxy_rule_normalized='weights'),
-    AttentionOp('mlp_kernel', 'max_abs', _identity, 'learned', optional_norm=True, proxy_rule='abs'),
+                proxy_rule_normalized='weights', formula=_mapped_rows(_identity)),
+    AttentionOp('mlp_kernel', 'max_abs', _identity, 'learned', optional_norm=True, proxy_rule='abs',
+                formula=_mapped_rows(_identity, clamp=True)),
 ]}
 
 # %% ../nbs/01_attention.ipynb #a1327cd2
@@ -527,7 +550,7 @@ def attend(
     return fused(q, k, v, spec, slot_k, slot_v if slot_k is not None else None, logit, score_bias, mask), None
 
 # %% ../nbs/01_attention.ipynb #06a699db
-ATTENTION_OPS['softmax1'] = AttentionOp('softmax1', fixed_logit=0.0, fused=True)
+ATTENTION_OPS['softmax1'] = AttentionOp('softmax1', fixed_logit=0.0, fused=True, formula=_exp_rows)
 
 # %% ../nbs/01_attention.ipynb #ab4f8b90
 AttentionName = Annotated[str, OneOf(ATTENTION_OPS)]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from . import __version__
 from .charts import svg_chart
-from .cli_models import (check_outputs, eps_arg, heads_parser, int_at_least, json_text, measure_parser,
-                                output_file, path_arg, quantize_parser, run_heads, run_measure, run_quantize,
-                                run_stream, run_trajectory, save_output, stream_parser, trajectory_parser)
+from .cli_models import (RegistryChoices, check_outputs, eps_arg, heads_parser, int_at_least, json_text,
+                                measure_parser, output_file, path_arg, quantize_parser, run_heads, run_measure,
+                                run_quantize, run_stream, run_trajectory, save_output, stream_parser, trajectory_parser)
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_corpus', 'run_train', 'run_compare', 'run_mitigations',
@@ -267,11 +267,10 @@ def _demo_parser(sub):
 # %% ../nbs/29_cli.ipynb #0577be5f
 def _prepare_parser(sub):
     p = sub.add_parser('prepare', help='tokenise a corpus once into memory-mapped token shards',
-                       description='Tokenise a hub dataset, local files or a built-in corpus into token shards for '
-                                   'training.')
-    p.add_argument('source', help='hub id, local file or folder, or a built-in corpus (sherlock, python-docs)')
-    p.add_argument('--out', type=path_arg, required=True,
-                   help='folder to write (refused if it exists unless --overwrite)')
+                       description='Tokenise a hub dataset, local files or a built-in text into training token shards.')
+    p.add_argument('source', help='hub id, local file or folder, or a built-in text of sink_nb.corpora.TEXT_CORPORA: '
+                   '%(built_in)s').built_in = RegistryChoices('sink_nb.corpora', 'TEXT_CORPORA')    # the help's
+    p.add_argument('--out', type=path_arg, required=True, help='a new folder to write (or --overwrite)')
     p.add_argument('--tokenizer', default='bytes', help="'bytes', a transformers tokenizer name or folder, or a .gguf "
                                                         "file")
     p.add_argument('--split', default='train'); p.add_argument('--text-field', default='text')
@@ -288,7 +287,8 @@ def _corpus_parser(sub):
                                       "tokenizer", description="Fetch documentation packages with apt-get download, "
                        "unpack them with dpkg-deb -x (never installed), keep their English prose, and train a "
                        "byte-level BPE tokenizer on it.")
-    c.add_argument('name', help='a package corpus of sink_nb.corpora.PACKAGE_CORPORA')
+    c.add_argument('name', choices=RegistryChoices('sink_nb.corpora', 'PACKAGE_CORPORA'), metavar='NAME',
+                   help='a package corpus of sink_nb.corpora.PACKAGE_CORPORA: %(choices)s')
     c.add_argument('--out', type=path_arg, help='folder to write (default ~/.cache/sink_nb/corpora/NAME)')
     c.add_argument('--cache', type=path_arg, help='where .deb files are kept (default ~/.cache/sink_nb/debs)')
     c.add_argument('--packages', nargs='+', metavar='PACKAGE', help="a subset of the corpus's packages")
@@ -405,11 +405,7 @@ def _check_study_out(out:Path, labels):
 
 def run_cpu_study(args) -> 'Study':
     "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
-    from sink_nb.studies import CPU_STUDIES, STUDY_SETTINGS, run_study
-    if args.name not in CPU_STUDIES:
-        raise SystemExit(f"sink-nb study: NAME must be one of {list(CPU_STUDIES)}, got {args.name!r}")
-    if args.setting not in STUDY_SETTINGS:
-        raise SystemExit(f"sink-nb study: --setting must be one of {list(STUDY_SETTINGS)}, got {args.setting!r}")
+    from sink_nb.studies import CPU_STUDIES, run_study                 # NAME and --setting: checked by the parser
     if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
         raise SystemExit(f"sink-nb study: --only names no variant of {args.name!r}: {unknown}; its variants: "
                          f"{list(CPU_STUDIES[args.name])}")
@@ -468,15 +464,16 @@ def _mitigations_parser(sub):
                    help=f"a subset: {', '.join(names)}")
 def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
-                       description='Train every variant of a study of studies.CPU_STUDIES (optimization, data, loss, '
-                                   'architecture, layout) for each seed on the demo task; print final, peak, mean and '
-                                   'onset of Sink_1 per variant; write OUT/study.json and OUT/study.txt (with this '
-                                   'command).')
-    s.add_argument('name', metavar='NAME', help='optimization, data, loss, architecture or layout')
+                       description='Train every variant of a study of studies.CPU_STUDIES for each seed on the demo '
+                                   'task; print final, peak, mean and onset of Sink_1 per variant; write '
+                                   'OUT/study.json and OUT/study.txt (with this command).')
+    s.add_argument('name', metavar='NAME', choices=RegistryChoices('sink_nb.studies', 'CPU_STUDIES'),
+                   help='a study of sink_nb.studies.CPU_STUDIES: %(choices)s')
     s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant (default 5)')
     s.add_argument('--first-seed', type=int_at_least(0), default=0,
                    help='the first seed (default 0: the exploration seeds; studies.STUDY_SEEDS has both sets)')
-    s.add_argument('--setting', default='demo', help='a setting of studies.STUDY_SETTINGS (default demo)')
+    s.add_argument('--setting', default='demo', choices=RegistryChoices('sink_nb.studies', 'STUDY_SETTINGS'),
+                   metavar='SETTING', help="a setting of studies.STUDY_SETTINGS: %(choices)s (default demo)")
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
     s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')
     s.add_argument('--only', nargs='+', metavar='VARIANT', help='a subset of the study\'s variants, by label')

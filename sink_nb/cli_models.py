@@ -4,20 +4,34 @@
 
 # %% ../nbs/28_cli_models.ipynb #b958bc7a
 from __future__ import annotations
-import argparse, json, math, tempfile
+import argparse, importlib, json, math, tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from .charts import svg_chart
 
 # %% auto #0
-__all__ = ['PROBE_KINDS', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
+__all__ = ['RegistryChoices', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
            'placement_flags', 'run_folder', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser',
            'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table',
            'run_trajectory', 'trajectory_parser']
 
 # %% ../nbs/28_cli_models.ipynb #99578ef5
-PROBE_KINDS = ('natural', 'random', 'repeated')
+class RegistryChoices(Sequence):
+    "The names of a registry as argparse `choices`, read from it at each use: an entry registered late counts."
+    def __init__(self, module:str, attribute:str):     # where the registry lives: 'sink_nb.studies', 'CPU_STUDIES'
+        self.module, self.attribute = module, attribute
+    def names(self) -> list:
+        "The registry's names now (it is imported here, not when the parser is built)."
+        return list(getattr(importlib.import_module(self.module), self.attribute))
+    def __getitem__(self, i): return self.names()[i]
+    def __len__(self): return len(self.names())
+    def __iter__(self): return iter(self.names())
+    def __contains__(self, name): return name in self.names()
+    def __str__(self): return ', '.join(map(str, self.names()))       # `%(choices)s` in a help text
+    def __repr__(self): return f'RegistryChoices({self.module!r}, {self.attribute!r})'
 
+# %% ../nbs/28_cli_models.ipynb #1bc4dc7d
 def int_at_least(lo:int, hi:int=2 ** 31 - 1):
     expected = f"an integer >= {lo}" if hi == 2 ** 31 - 1 else f"an integer in [{lo}, {hi}]"
     def parse(text:str) -> int:
@@ -160,8 +174,8 @@ def measure_parser(sub):
                        description='Measure the sink rate of a transformers model on a probe of the paper (Table 1) '
                                    'and print it per layer.')
     m.add_argument('model', help='hub id, local folder or .gguf file')
-    m.add_argument('--probe', choices=PROBE_KINDS, default='natural', help='natural text (built-in or --texts), '
-                                                                           'random tokens or one repeated token')
+    m.add_argument('--probe', choices=RegistryChoices('sink_nb.data', 'PROBES'), default='natural', metavar='PROBE',
+                   help='a probe of sink_nb.data.PROBES: %(choices)s (default natural: the built-in text or --texts)')
     m.add_argument('--T', type=int_at_least(2), default=64, help='tokens per sample, BOS included (default 64, as '
                                                                   'the paper)')
     m.add_argument('--n', type=int_at_least(1), default=100, help='samples (default 100, as the paper)')
@@ -174,16 +188,18 @@ def measure_parser(sub):
                                                                                 "(auto), forced, or none")
     placement_flags(m)
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
-    m.add_argument('--divisor', default='reference', help="α's divisor, a name of sink_nb.metrics.DIVISORS (default "
-                                                          "reference: the reference code's T - j)")
-    m.add_argument('--route', choices=('auto', 'qk', 'eager'), default='auto',
-                   help='qk: α computed in chunks from q and k; eager: T×T weights (auto: qk when the model allows)')
+    divisor = m.add_argument('--divisor', default='reference', help="α's divisor, of sink_nb.metrics.DIVISORS: "
+                             "%(divisors)s (default reference: the reference code's T - j)")
+    divisor.divisors = RegistryChoices('sink_nb.metrics', 'DIVISORS')      # listed in the help; the library checks it
+    m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default='auto', metavar='ROUTE',
+                   help='of sink_nb.hf.ROUTES: %(choices)s; qk: α computed in chunks from q and k; eager: T×T '
+                        'weights (auto: qk when the model allows)')
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
-    m.add_argument('--stats', nargs='+', default=[], metavar='NAME', 
-                   help='per-head statistics by name (sink_nb.head_stats.HEAD_STATISTICS: attn_entropy, zero_share, '
-                        'near_share, and any entry registered before the command runs), each printed per layer as '
-                        'its mean over samples and heads (near_share as the share within 16 keys) and kept in --out')
+    m.add_argument('--stats', nargs='+', default=[], metavar='NAME', choices=RegistryChoices('sink_nb.head_stats',
+                   'HEAD_STATISTICS'), help='per-head statistics of sink_nb.head_stats.HEAD_STATISTICS (%(choices)s; '
+                   'an entry registered before the command runs is one too), each printed per layer as its mean over '
+                   'samples and heads and kept in --out')
     m.add_argument('--seed', type=int, default=0)
     m.add_argument('--out', type=output_file, help='write the SinkResult to this .safetensors file')
 
@@ -246,11 +262,11 @@ def heads_parser(sub):
     h.add_argument('--T', type=int_at_least(2), default=64, help='tokens per sample (default 64)')
     h.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold on the mean α₁ (default 0.3)')
     h.add_argument('--window', type=int_at_least(1, 16), default=4, help='local: share within this many keys')
-    placement_flags(h)
-    h.add_argument('--intervene', action='store_true', help='mask sink keys: sink heads vs random heads')
+    placement_flags(h); h.add_argument('--intervene', action='store_true', help='mask sink keys: sink vs random heads')
     h.add_argument('--group-size', type=int_at_least(1), default=16, help='heads per group (default 16)')
     h.add_argument('--seeds', type=int_at_least(1), default=3, help='random groups of each kind (default 3)')
-    h.add_argument('--kinds', nargs='+', choices=('mask_sink', 'mean_sink', 'zero_head'), default=['mask_sink'])
+    h.add_argument('--kinds', nargs='+', choices=RegistryChoices('sink_nb.intervene', 'KINDS'), default=['mask_sink'],
+                   metavar='KIND', help='interventions of sink_nb.intervene.KINDS: %(choices)s (default mask_sink)')
     h.add_argument('--json', type=output_file, help='write every head and intervention row here')
     h.add_argument('--quiet', action='store_true', help='no progress bars')
 
@@ -302,10 +318,13 @@ def quantize_parser(sub):
     q.add_argument('model', help='hub id, local folder, .gguf file (de-quantised on load), or a sink_nb run folder')
     q.add_argument('--texts', type=path_arg, help='a UTF-8 text file (default: the built-in python-docs text)')
     q.add_argument('--T', type=int_at_least(2), default=512, help='tokens of text (default 512)')
-    q.add_argument('--bits', type=int, nargs='+', choices=(8, 4), default=[8, 4])
-    q.add_argument('--granularity', nargs='+', choices=('tensor', 'token', 'channel'), default=['tensor', 'token'])
+    q.add_argument('--bits', type=int, nargs='+', choices=RegistryChoices('sink_nb.quant', 'BITS'), default=[8, 4],
+                   metavar='BITS', help='of sink_nb.quant.BITS: %(choices)s (default 8 4)')
+    q.add_argument('--granularity', nargs='+', choices=RegistryChoices('sink_nb.quant', 'GRANULARITIES'),
+                   default=['tensor', 'token'], metavar='G', help='scales per %(choices)s (default tensor token)')
     q.add_argument('--keep-first', nargs='+', type=int_at_least(0), default=[0, 1], help='first tokens not quantised')
-    q.add_argument('--targets', nargs='+', choices=('acts', 'weights', 'kv', 'all'), default=['acts'])
+    q.add_argument('--targets', nargs='+', choices=RegistryChoices('sink_nb.quant', 'TARGETS'), default=['acts'],
+                   metavar='TARGET', help='what is quantised, of sink_nb.quant.TARGETS: %(choices)s (default acts)')
     placement_flags(q); q.add_argument('--json', type=output_file, help='write the rows and the norms here')
 
 # %% ../nbs/28_cli_models.ipynb #c86caf58
@@ -368,8 +387,8 @@ def stream_parser(sub):
     s.add_argument('--T', type=int_at_least(2), default=4096, help='tokens of text (default 4096)')
     s.add_argument('--window', type=int_at_least(1), default=256, help='recent keys kept (default 256)')
     s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens the sinks policy keeps (default 4)')
-    s.add_argument('--policies', nargs='+', metavar='POLICY', help='names in sink_nb.stream.POLICIES, each registered '
-                                                                   'one (default: all; --help lists none: no torch)')
+    s.add_argument('--policies', nargs='+', metavar='POLICY', choices=RegistryChoices('sink_nb.stream', 'POLICIES'),
+                   help='eviction policies of sink_nb.stream.POLICIES: %(choices)s (default: every registered one)')
     s.add_argument('--positions', choices=('cache', 'original'),
                    help='RoPE position of a kept key: its place in the cache (default) or in the text')
     s.add_argument('--every', type=int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')

@@ -153,7 +153,7 @@ def select_head_stats(
 
 # %% ../nbs/02_head_stats.ipynb #f67d6522
 def head_totals(
-    parts:Iterable[QueryChunk],        # the chunks of one layer's weights (`attention.query_chunks`, `pattern_chunk`)
+    parts:Iterable[QueryChunk],  # the chunks of one layer's weights (`attention.query_chunks`, `pattern_chunk`)
     stats:dict[str, HeadStat],         # the statistics to total (`select_head_stats`)
     T:int,                             # query rows in all
     each:Callable[[QueryChunk], None]|None=None,  # called with every chunk too

@@ -1,5 +1,5 @@
 "The `sink-nb` console script as a user runs it: the demo end to end, prepare, train, exit codes, files written."
-import json, os, subprocess, sys, time
+import argparse, dataclasses, itertools, json, os, re, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -134,3 +134,119 @@ def test_output_into_a_closed_pipe_stops_quietly(args):
     try: out = subprocess.run([str(SINK_NB), *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
     finally: os.close(write)
     assert out.stderr == '' and out.returncode == 141, (out.returncode, out.stderr)
+
+
+# --- registries on the command line: names read from the registries, never copied out of them ---
+
+CLI_MODULES = [Path(__file__).parent.parent / 'sink_nb' / f for f in ('cli.py', 'cli_models.py')]
+
+
+def registry_choices() -> dict[str, list]:
+    "'module.NAME' -> names of each registry the parser offers (found on the parser) and of those overrides name."
+    from sink_nb import attention, positions, run_configs
+    from sink_nb.cli import _parser
+    from sink_nb.cli_models import RegistryChoices
+    found = {}
+    for sub in (a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)):
+        for parser in sub.choices.values():
+            for action in parser._actions:
+                if isinstance(action.choices, RegistryChoices):
+                    found[f'{action.choices.module}.{action.choices.attribute}'] = action.choices.names()
+                for extra in vars(action).values():                        # a help text's %(NAME)s registry
+                    if isinstance(extra, RegistryChoices): found[f'{extra.module}.{extra.attribute}'] = extra.names()
+    return found | {'sink_nb.attention.ATTENTION_OPS': list(attention.ATTENTION_OPS),
+                    'sink_nb.positions.POSITIONS': list(positions.POSITIONS),
+                    'sink_nb.run_configs.list_configs()': run_configs.list_configs()}
+
+
+def copied_lists(text:str, names) -> list[str]:
+    "Runs of a registry's names in `text` written as a list ('a', 'b', 'c' / a, b or c): all of them, or at least 3."
+    names = sorted((n for n in names if isinstance(n, str)), key=len, reverse=True)     # numbers (bits): not words
+    if not names: return []
+    alt = '|'.join(map(re.escape, names))
+    runs = (rf"['\"](?:{alt})['\"](?:\s*,\s*['\"](?:{alt})['\"])+",
+            rf"(?<![\w.-])(?:{alt})(?:(?:,| or| and|, or|, and) (?:{alt}))+(?![\w-])")
+    found = [m.group(0) for run in runs for m in re.finditer(run, text)]
+    return [f for f in found if len(set(re.findall(alt, f))) >= min(3, len(names))]
+
+
+def test_the_copy_check_finds_a_copied_list():
+    found = registry_choices()
+    studies, settings = found['sink_nb.studies.CPU_STUDIES'], found['sink_nb.studies.STUDY_SETTINGS']
+    assert copied_lists(f"help='{', '.join(studies[:3])}'", studies)                     # a list in a help text
+    assert copied_lists(f"choices={tuple(studies[:3])!r}", studies)                       # a tuple of choices
+    assert copied_lists(f"help='{studies[0]}, {studies[1]} or {studies[2]}'", studies)
+    assert copied_lists(f"choices={tuple(settings)!r}", settings)                         # all of a short registry
+    assert not copied_lists(f"default={list(studies[:2])!r}", studies)                    # a default of a few names
+    assert not copied_lists("help='a study of sink_nb.studies.CPU_STUDIES: %(choices)s'", studies)
+
+
+@pytest.mark.parametrize('module', CLI_MODULES, ids=lambda p: p.name)
+def test_the_command_line_copies_no_registry_names(module):
+    "No list of a registry's names is written out in the command line: its choices and help read the registry."
+    text = re.sub(r"['\"]\s*\n\s*f?['\"]", '', module.read_text())     # 'a, ' 'b' over two lines: one string
+    registries = registry_choices()
+    assert len(registries) >= 8, sorted(registries)                    # the parser's registries were found
+    copies = {where: hits for where, names in registries.items() if (hits := copied_lists(text, names))}
+    assert not copies, f'{module.name} writes out names of {copies}'
+
+
+@pytest.fixture
+def late_entries():
+    "One entry registered late in each registry a command reads, under names no one registers; removed again."
+    from sink_nb import attention, head_stats, positions, stream, studies
+    added = [(studies.CPU_STUDIES, 'zz-late-study', {'softmax (demo)': {}}),
+             (studies.STUDY_SETTINGS, 'zz-late-setting', dict(n_layer=1)),
+             (head_stats.HEAD_STATISTICS, 'zz_late_stat', head_stats.HeadStat(
+                 'zz_late_stat', 'a late statistic', lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)),
+             (stream.POLICIES, 'zz-late-policy', dataclasses.replace(stream.POLICIES['window'], name='zz-late-policy')),
+             (attention.ATTENTION_OPS, 'zz_late_op', dataclasses.replace(attention.ATTENTION_OPS['sigmoid'],
+                                                                         name='zz_late_op')),
+             (positions.POSITIONS, 'zz_late_pos', positions.POSITIONS['rope'])]
+    done = []
+    try:
+        for registry, name, entry in added:
+            assert name not in registry, f'{name} is registered already'
+            registry[name] = entry; done.append((registry, name))
+        yield {name for _, name, _ in added}
+    finally:
+        for registry, name in done: del registry[name]                  # only the test's own entries
+
+
+def help_of(command:str, capsys) -> str:
+    "`sink-nb COMMAND --help`, in this process, with its lines joined."
+    from sink_nb.cli import main
+    with pytest.raises(SystemExit) as stop: main([command, '--help'])
+    assert stop.value.code == 0
+    return ' '.join(capsys.readouterr().out.split())
+
+
+def test_an_entry_registered_late_is_a_choice_and_its_command_lists_it(late_entries, capsys):
+    from sink_nb.cli import _parser
+    from sink_nb.run_configs import load_run_config
+    parse = _parser().parse_args
+    study = parse(['study', 'zz-late-study', '--setting', 'zz-late-setting'])
+    assert (study.name, study.setting) == ('zz-late-study', 'zz-late-setting')
+    assert parse(['measure', 'm', '--stats', 'zz_late_stat', 'attn_entropy']).stats == ['zz_late_stat', 'attn_entropy']
+    assert parse(['stream', 'm', '--policies', 'sinks', 'zz-late-policy']).policies == ['sinks', 'zz-late-policy']
+    assert load_run_config('demo-softmax', ['attention=zz_late_op'])[0].attention == 'zz_late_op'   # `train` overrides
+    for command, names in (('study', ['zz-late-study', 'zz-late-setting', 'optimization']),
+                           ('measure', ['zz_late_stat', 'attn_entropy']), ('stream', ['zz-late-policy', 'sinks']),
+                           ('train', ["'zz_late_op'", "'zz_late_pos'", "'softmax'", "'rope'"])):
+        said = help_of(command, capsys)
+        assert all(n in said for n in names), (command, [n for n in names if n not in said])
+
+
+@pytest.mark.parametrize('argv, registry', [
+    (['study', 'no-such-study'], 'sink_nb.studies.CPU_STUDIES'),
+    (['study', 'loss', '--setting', 'no-such-setting'], 'sink_nb.studies.STUDY_SETTINGS'),
+    (['measure', 'm', '--stats', 'no_such_stat'], 'sink_nb.head_stats.HEAD_STATISTICS'),
+    (['stream', 'm', '--policies', 'no-such-policy'], 'sink_nb.stream.POLICIES'),
+])
+def test_an_unknown_name_is_refused_with_the_live_registry(late_entries, argv, registry, capsys):
+    from sink_nb.cli import main
+    with pytest.raises(SystemExit) as stop: main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"invalid choice: {argv[-1]!r}" in err, err
+    names = registry_choices()[registry]
+    assert any(n in late_entries for n in names) and all(repr(n) in err for n in names), err   # the late one too

