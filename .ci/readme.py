@@ -1,5 +1,5 @@
 """Write README.md from nbs/index.ipynb without Quarto (nbdev_readme needs it): markdown cells as they are, code
-cells as python blocks with their saved outputs, nbdev directives honoured (`hide`, `include: false`, `echo: false`,
+cells as fenced python with their saved outputs, nbdev directives honoured (`hide`, `include: false`, `echo: false`,
 `output: false`). `--check` exits 1 when README.md is not what the notebook gives."""
 import json, sys
 from pathlib import Path

@@ -11,10 +11,10 @@ three ways, in this order, each timed once after a warm-up at T = 16 (`--repeat`
   forward runs PyTorch's flash kernel directly and hands each query row's log-sum-exp to the meter, which gets every
   key's column sum from one more kernel pass over the reversed rows (`metrics.column_sums_from_lse`);
 - **walk**: `hf.measure_ids(model, ids, head_stats=('zero_share',))`, where a head statistic makes the meter walk the
-  blocks of query rows (`attention.blocks`) and compute α there — the path every measurement took before.
+  chunks of query rows (`attention.query_chunks`) and compute α there — the path every measurement took before.
 
 The ratio measure ÷ forward is the goal (≤ 1.5). Both α are float32 computations: each is compared with α computed
-in float64 (the block walk on q and k cast to float64) on three layers — the first, the middle and the last — and with
+in float64 (the chunk walk on q and k cast to float64) on three layers — the first, the middle and the last — and with
 each other on every layer.
 The table and the command that made it are written to --out.
 """
@@ -37,7 +37,7 @@ def timed(f, repeat):
 
 
 def float64_alpha(model, ids, layers):
-    "α of `layers` (L', H, T) for one sample by the block walk on q and k cast to float64."
+    "α of `layers` (L', H, T) for one sample by the chunk walk on q and k cast to float64."
     from sink_nb import hf
     from sink_nb.attention import QK
     from sink_nb.metrics import importance_from_qk
@@ -101,7 +101,7 @@ def main(argv=None):
             f"{r['walk_ratio']:>7.2f}x  {r['measure_vs_f64']:>10.1e}  {r['walk_vs_f64']:>10.1e}  {r['max_delta']:>9.1e}  "
             f"{r['sink1']:>6.2f}  {r['route']}")
     say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
-        "walk: the same with a head statistic, so α comes from the block walk (run once). forward and measure: the "
+        "walk: the same with a head statistic, so α comes from the chunk walk (run once). forward and measure: the "
         f"fastest of {args.repeat}, alternated. |Δα| m-f64 and w-f64: measure's and the walk's α against float64 on "
         f"layers {rows[0]['f64_layers'] if rows else '?'}; m-w: the two against each other on every layer. Sink_1 at "
         "ε = 0.3 on this one sample.")

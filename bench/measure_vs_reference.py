@@ -1,6 +1,6 @@
 """Time and peak memory of measuring Sink_1 on a transformers model: the reference method (Gu et al.'s code:
 `generate` with `output_attentions=True`, eager attention, fp32, every (N, L, H, T, T) map kept) versus
-`sink_nb.hf.measure` (streaming α from q and k under sdpa), on the same model and the same token ids.
+`sink_nb.hf.measure` (α computed in chunks from q and k under sdpa), on the same model and the same token ids.
 Each method runs in its own process; α of the two is compared.
 
     python bench/measure_vs_reference.py                          # tiny config-built Llama, T = 64 and 2048, CPU
@@ -62,7 +62,7 @@ def reference(path, ids, device):
     return alpha.cpu(), seconds, mem.peak
 
 
-def streamed(path, ids, device):
+def chunked(path, ids, device):
     "sink_nb.hf.measure on the same ids (float32, as the reference)."
     from sink_nb import hf, hf_load
     from sink_nb.data import probe_batch
@@ -85,7 +85,7 @@ def worker(args):
     tok = transformers.AutoTokenizer.from_pretrained(src, **kw)
     ids, _ = probe_batch('natural', T=args.T[0], n=args.n[0], tokenizer=tok, pack=True)
     if args.worker == 'reference': alpha, seconds, peak = reference(args.path, ids, device); route = 'eager'
-    else: alpha, seconds, peak, route = streamed(args.path, ids, device)
+    else: alpha, seconds, peak, route = chunked(args.path, ids, device)
     torch.save(alpha, args.alpha_out)
     print(json.dumps(dict(seconds=seconds, peak=peak, route=route, N=len(ids))))
 
@@ -106,7 +106,7 @@ def main():
     path, rows = resolve(args.model), []
     device = torch.device(args.device)
     where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else f'CPU ({os.cpu_count()} cores)'
-    print(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (streaming, fp32); "
+    print(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (in chunks, fp32); "
           f"model={args.model}, {where}, torch {torch.__version__}")
     print(f"{'T':>5} {'N':>4}  {'ref s':>7} {'measure s':>9} {'time ratio':>10}  {'ref MiB':>8} {'measure MiB':>11} {'mem ratio':>9}"
           f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  route")

@@ -1,5 +1,5 @@
 """Peak memory and time of the sink metric: the reference method (eager T×T weights + `importance`) versus
-`importance_from_qk` (streaming, never T×T), on the same q and k. Each method runs in its own process.
+`importance_from_qk` (in chunks of query rows, never T×T), on the same q and k. Each method runs in its own process.
 
     python bench/metric_memory.py                      # T = 512 … 8192, 16 heads, d_h 64, CPU
     python bench/metric_memory.py --T 1024 4096 --device cuda --op sigmoid
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-METHODS = ('eager', 'streaming')
+METHODS = ('eager', 'chunked')
 
 
 def _rss_kib(field='VmRSS'):
@@ -58,7 +58,7 @@ def eager_alpha(q, k, op):
     return importance(scores.softmax(-1))
 
 
-def streaming_alpha(q, k, op):
+def chunked_alpha(q, k, op):
     from sink_nb.metrics import importance_from_qk
     return importance_from_qk(q, k, op=op)
 
@@ -67,7 +67,7 @@ def worker(args):
     "Run one method once (after a small warm-up) and print its peak memory and time as JSON."
     device = torch.device(args.device)
     torch.set_num_threads(args.threads) if args.threads else None
-    fn = eager_alpha if args.worker == 'eager' else streaming_alpha
+    fn = eager_alpha if args.worker == 'eager' else chunked_alpha
     if args.warm: fn(*make_qk(64, args.heads, args.d_head, args.batch, device), args.op)   # kernels, thread pools
     q, k = make_qk(args.T[0], args.heads, args.d_head, args.batch, device)
     with PeakMemory(device) as mem:
@@ -108,19 +108,19 @@ def main(argv=None):
     dev = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU ({os.cpu_count()} cores)'
     print(f'sink metric memory: op={args.op}, batch={args.batch}, heads={args.heads}, d_h={args.d_head}, '
           f"{'after a warm-up call' if args.warm else 'first call in a fresh process'}, {dev}, torch {torch.__version__}")
-    header = f"{'T':>6} {'eager MiB':>10} {'stream MiB':>11} {'mem ratio':>10} {'eager s':>8} {'stream s':>9} {'max |Δα|':>10}"
+    header = f"{'T':>6} {'eager MiB':>10} {'chunked MiB':>11} {'mem ratio':>10} {'eager s':>8} {'chunked s':>9} {'max |Δα|':>10}"
     print(header); print('-' * len(header))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for T in args.T:
             res = {m: run_method(m, T, args, f'{tmp}/{m}-{T}.pt') for m in METHODS}
-            delta = (torch.load(f'{tmp}/eager-{T}.pt') - torch.load(f'{tmp}/streaming-{T}.pt')).abs().max().item()
-            e, s = res['eager'], res['streaming']
-            row = dict(T=T, eager_mib=e['peak_bytes'] / 2**20, streaming_mib=s['peak_bytes'] / 2**20,
-                       ratio=e['peak_bytes'] / max(s['peak_bytes'], 1), eager_s=e['seconds'], streaming_s=s['seconds'], max_delta=delta)
+            delta = (torch.load(f'{tmp}/eager-{T}.pt') - torch.load(f'{tmp}/chunked-{T}.pt')).abs().max().item()
+            e, s = res['eager'], res['chunked']
+            row = dict(T=T, eager_mib=e['peak_bytes'] / 2**20, chunked_mib=s['peak_bytes'] / 2**20,
+                       ratio=e['peak_bytes'] / max(s['peak_bytes'], 1), eager_s=e['seconds'], chunked_s=s['seconds'], max_delta=delta)
             rows.append(row)
-            print(f"{T:>6} {row['eager_mib']:>10.1f} {row['streaming_mib']:>11.1f} {row['ratio']:>9.1f}x "
-                  f"{row['eager_s']:>8.2f} {row['streaming_s']:>9.2f} {delta:>10.1e}", flush=True)
+            print(f"{T:>6} {row['eager_mib']:>10.1f} {row['chunked_mib']:>11.1f} {row['ratio']:>9.1f}x "
+                  f"{row['eager_s']:>8.2f} {row['chunked_s']:>9.2f} {delta:>10.1e}", flush=True)
     if args.json: Path(args.json).write_text(json.dumps({'device': dev, 'op': args.op, 'heads': args.heads,
                                                          'd_head': args.d_head, 'batch': args.batch, 'rows': rows}, indent=1))
     return rows

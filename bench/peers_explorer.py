@@ -1,5 +1,5 @@
 """Time to a first attention view and the bytes it carries: bertviz's `head_view` (every layer's and head's T×T map
-embedded in one HTML page) versus `sink_nb.explore.SinkExplorer` (α of every head streamed, one head's pattern of
+embedded in one HTML page) versus `sink_nb.explore.SinkExplorer` (α of every head in chunks, one head's pattern of
 at most 128 positions drawn), from the same model and the same token ids. Each side runs in its own process.
 
     python bench/peers_explorer.py --out bench/results/peers_explorer_cpu.txt    # tiny SinkLM, T = 256, 512, 1024
@@ -155,16 +155,16 @@ def sink_nb_view(model, ids, tokens) -> tuple[dict, object]:
 
 # ---------------------------------------------------------------- what each side drew, for the agreement check
 def bertviz_drawn(html:str, attention:list) -> tuple[torch.Tensor, int, str]:
-    "The first 128×128 block of every map read back from the HTML (or the attention handed over when it is huge)."
+    "The first 128×128 corner of every map read back from the HTML (or the attention handed over when it is huge)."
     m = min(attention[0].shape[-1], DRAWN_MAX)
     if len(html) > HTML_PARSE_MAX:
-        block = torch.cat(attention)[:, :, :m, :m].float()
-        return block, block.shape[0] * block.shape[1] * attention[0].shape[-1] ** 2, 'attention handed to head_view'
+        corner = torch.cat(attention)[:, :, :m, :m].float()
+        return corner, corner.shape[0] * corner.shape[1] * attention[0].shape[-1] ** 2, 'attention handed to head_view'
     start = html.index('const params = ') + len('const params = ')
     maps = json.loads(html[start:html.index('; // HACK', start)])['attention'][0]['attn']   # (L, H, T, T) lists
     embedded = len(maps) * len(maps[0]) * len(maps[0][0]) * len(maps[0][0][0])
-    block = torch.tensor([[[row[:m] for row in head[:m]] for head in layer] for layer in maps])
-    return block, embedded, 'read back from the HTML'
+    corner = torch.tensor([[[row[:m] for row in head[:m]] for head in layer] for layer in maps])
+    return corner, embedded, 'read back from the HTML'
 
 
 def sink_nb_drawn(explorer) -> torch.Tensor:
@@ -291,14 +291,14 @@ def header(python:str) -> list[str]:
             f'machine: {machine(python)} -- 2 shared cores: timings may be contended',
             'one sample of T tokens, the same model and ids on both sides; each side in its own process',
             'bertviz: attention of every layer and head, then head_view(..., html_action="return"); MB = the HTML',
-            'sink_nb: measure (α streamed) + SinkExplorer(result, pattern=hf.pattern_source(model, ids)) + its '
+            'sink_nb: measure (α in chunks) + SinkExplorer(result, pattern=hf.pattern_source(model, ids)) + its '
             'display (widget + static SVG); MB = widget state (specs + the 0.9 MB offline JS bundle per chart) + '
             'display output',
             'seconds: warm (each side ran once on 8 tokens first: "cold s", imports excluded); browser drawing not '
             'timed; peak MiB: rise of the peak RSS over the timed run; bertviz "not run: ~N GiB > M": its peak, '
             f'estimated at {BERTVIZ_BYTES_PER_WEIGHT} B per embedded weight (as measured), is over --max-gib M',
             'time, size, memory: bertviz / sink_nb; max|Δα|: α of bertviz\'s maps vs sink_nb\'s α; '
-            'max|Δw|: the pattern sink_nb draws vs the same block of bertviz\'s HTML (sink_nb rounds to 4 decimals)']
+            'max|Δw|: the pattern sink_nb draws vs the same corner of bertviz\'s HTML (sink_nb rounds to 4 decimals)']
 
 
 def run_model(model:str, Ts:list, python:str, args) -> tuple[list, list]:

@@ -1,4 +1,4 @@
-"""Sink_1 of SmolLM2-135M measured three ways on the same token ids: `sink_nb.hf.measure_ids` (α streamed from q and
+"""Sink_1 of SmolLM2-135M measured three ways on the same token ids: `sink_nb.hf.measure_ids` (α in chunks from q and
 k), TransformerLens 4.x (`TransformerBridge.run_with_cache` on `hook_pattern`, then `sink_nb.metrics.importance`) and
 plain transformers eager (`output_attentions=True`, then `importance`). Time, peak memory and agreement.
 

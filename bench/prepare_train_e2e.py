@@ -55,8 +55,8 @@ def main():
              f"prepare: {meta['parts']['train']['n_tokens']:,} train + {meta['parts']['val']['n_tokens']:,} val tokens "
              f"({meta['dtype']}, {len(meta['parts']['train']['shards'])} shard(s)) in {prep['seconds']} s, "
              f"{meta['parts']['train']['n_tokens'] / prep['seconds'] / 1e6:.2f} Mtok/s, peak PSS {prep['peak_pss_mib']} MiB",
-             f"train: preset {args.preset}, T={args.seq_len}, {args.steps} steps of 8 blocks in {train['seconds']} s, "
-             f"peak PSS {train['peak_pss_mib']} MiB",
+             f"train: preset {args.preset}, T={args.seq_len}, {args.steps} steps of 8 sequences in "
+             f"{train['seconds']} s, peak PSS {train['peak_pss_mib']} MiB",
              *(f"  step {m.step}: val loss {m.val_loss:.3f}" for m in metrics),
              *('  ' + l for l in train['tail'])]
     report = '\n'.join(lines)

@@ -192,8 +192,8 @@ def measure_parser(sub):
                              "%(divisors)s (default reference: the reference code's T - j)")
     divisor.divisors = RegistryChoices('sink_nb.metrics', 'DIVISORS')      # listed in the help; the library checks it
     m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default='auto', metavar='ROUTE',
-                   help='of sink_nb.hf.ROUTES: %(choices)s; qk: α streamed from q and k; eager: T×T weights (auto: qk '
-                        'when the model allows)')
+                   help='of sink_nb.hf.ROUTES: %(choices)s; qk: α computed in chunks from q and k; eager: T×T '
+                        'weights (auto: qk when the model allows)')
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
                                                               'massive-activation ratio, cos(q_t, k_1)')
     m.add_argument('--stats', nargs='+', default=[], metavar='NAME', choices=RegistryChoices('sink_nb.head_stats',

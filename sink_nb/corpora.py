@@ -156,7 +156,7 @@ def is_saved_dataset(path:Path) -> bool:
 _MAX_PARAGRAPH = 1 << 23     # characters: a "paragraph" with no blank line for 8 MB is cut there
 
 def text_paragraphs(path:Path) -> Iterator[str]:
-    "The paragraphs of a text file (separated by blank lines, stripped), streamed line by line."
+    "The paragraphs of a text file (separated by blank lines, stripped), read line by line."
     lines, size = [], 0
     with open(path, encoding='utf-8') as f:
         for line in f:
@@ -194,7 +194,7 @@ def check_load_args(source, kwargs:dict) -> dict:
 def load_corpus(
     source:str,               # built-in name, local file or folder, saved dataset, or hub id
     split:str='train',        # split of a hub or saved dataset
-    streaming:bool=False,     # stream instead of loading whole (hub datasets, local files)
+    streaming:bool=False,       # read lazily, `datasets`' term (hub datasets, local files)
     T:int=64,                 # bigram-backcopy: block length (rows have T + 1 tokens)
     n:int=20_000,             # bigram-backcopy: number of rows
     seed:int=0,               # bigram-backcopy: sampling seed

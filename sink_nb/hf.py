@@ -48,7 +48,7 @@ _ACTIVE: list = []                     # the taps of the passes running now (inn
 _SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that alter the scores: α needs eager
 
 class Unsupported(Exception):
-    "This attention call cannot be streamed (or edited) faithfully; measure it with eager attention."
+    "This attention call cannot be measured in chunks (or edited) faithfully; measure it with eager attention."
 
 def _seen_keys(T:int, causal:bool, window:int|None=None, device=None) -> Tensor:
     "(T, T) keys each query sees: causal, within `window`, or all of them."
@@ -69,7 +69,7 @@ def _mask_rules(mask:Tensor|None, T:int, is_causal:bool, window:int|None) -> tup
     return causal, (w if causal and w < T else None)
 
 # %% ../nbs/18_hf.ipynb #04949fc8
-def _blocks(model) -> nn.ModuleList|None:
+def _transformer_blocks(model) -> nn.ModuleList|None:
     "The model's list of transformer blocks: the first ModuleList with num_hidden_layers entries, or None."
     L = getattr(model.config.get_text_config(), 'num_hidden_layers', None)
     return next((m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == L), None)
@@ -224,7 +224,7 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
 def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
             ) -> tuple[object, dict]:
     "Forward under `sink_nb_sdpa`, emitting q, k, v and the residual stream: the output and each layer's α options."
-    blocks = _blocks(model); _warn_no_blocks(model, blocks, wants)
+    blocks = _transformer_blocks(model); _warn_no_blocks(model, blocks, wants)
     tap = _Tap(blocks, emit, wants, edit)
     with _attn_implementation(model, _IMPL), _active(tap), _block_hooks(blocks, emit, wants):
         out = _call(model, ids, base)
@@ -246,7 +246,7 @@ def _check_within(a:Tensor, window:int|None, layer:int, model):
 # %% ../nbs/18_hf.ipynb #027b4a5f
 def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     "Forward with eager attention, emitting each layer's weights (hook_pattern) and the residual stream: the output."
-    blocks = _blocks(model); _warn_no_blocks(model, blocks, wants)
+    blocks = _transformer_blocks(model); _warn_no_blocks(model, blocks, wants)
     switch = _attn_implementation(model, 'eager') if model._can_set_attn_implementation() else contextlib.nullcontext()
     with switch, _block_hooks(blocks, emit, wants): out = _call(model, ids, base, output_attentions=True)
     if not out.attentions or any(a is None for a in out.attentions):
@@ -260,13 +260,13 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     return out
 
 # %% ../nbs/18_hf.ipynb #86d9c462
-_STREAMED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
+_CHUNKED = ('attn.hook_q', 'attn.hook_k', 'attn.hook_v')
 
 def _asked(model, wants:Callable[[str], bool]) -> tuple[bool, bool]:
-    "Does `wants` ask for q, k or v of some layer (a streamed pass gives them), and for the weights (eager gives them)?"
+    "Does `wants` ask for q, k or v of some layer (a chunked pass gives them), and for the weights (eager gives them)?"
     L = getattr(model.config.get_text_config(), 'num_hidden_layers', None) or 1
     asks = lambda points: any(wants(f'blocks.{l}.{p}') for l in range(L) for p in points)
-    return asks(_STREAMED), asks(('attn.hook_pattern',))
+    return asks(_CHUNKED), asks(('attn.hook_pattern',))
 
 def _fallback(model, route:str, why:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
     "('eager', why) with a warning for route='auto'; an error where eager attention cannot give what was asked for."
@@ -276,23 +276,23 @@ def _fallback(model, route:str, why:str, wants:Callable, edit:EditPlan|None=None
         raise ValueError(f"`route='qk'` is not possible for {name}: {why}; use 'auto' or 'eager'")
     qkv, pattern = _asked(model, wants)
     if qkv and not pattern:
-        raise ValueError(f"{name} cannot stream ({why}), and eager attention hands over no hook_q, hook_k or hook_v: "
-                         "ask for attn.hook_pattern instead")
-    warnings.warn(f"{name}: measuring with eager attention (T×T weights, no q/k/v statistics) instead of streaming, "
-                  f"because {why}", stacklevel=5)
+        raise ValueError(f"{name} cannot run a chunked pass ({why}), and eager attention hands over no hook_q, hook_k "
+                         "or hook_v: ask for attn.hook_pattern instead")
+    warnings.warn(f"{name}: measuring with eager attention (T×T weights, no q/k/v statistics) instead of a chunked "
+                  f"pass, because {why}", stacklevel=5)
     return 'eager', why
 
 def _route(model, route:str, wants:Callable, edit:EditPlan|None=None) -> tuple[str, str]:
     "The path a pass takes first, and why: the names asked for and the model decide; what no path gives is refused."
     qkv, pattern = _asked(model, wants)
     if route == 'eager':
-        if edit is not None: raise ValueError("`edit` needs a streamed pass: use route='qk' or 'auto'")
+        if edit is not None: raise ValueError("`edit` needs a chunked pass: use route='qk' or 'auto'")
         if qkv and not pattern: raise ValueError("`route='eager'` hands over attention weights (attn.hook_pattern), "
                                                  "not hook_q, hook_k or hook_v: ask for the pattern, or use 'auto'")
         return 'eager', 'requested'
     if pattern and not qkv:
         if route == 'qk' or edit is not None:
-            raise ValueError("a streamed pass hands over hook_q, hook_k and hook_v, not attn.hook_pattern (T×T "
+            raise ValueError("a chunked pass hands over hook_q, hook_k and hook_v, not attn.hook_pattern (T×T "
                              "weights): use route='eager' or 'auto'")
         return 'eager', 'attn.hook_pattern was asked for: T×T weights come from eager attention'
     if not can_route_qk(model):
@@ -306,7 +306,7 @@ class Pass(NamedTuple):
     hook:Callable
     route:str                     # 'qk' or 'eager'
     reason:str
-    alpha_options:dict            # {layer: importance_from_qk options} of a streamed pass; {} for eager
+    alpha_options:dict             # {layer: importance_from_qk options} of a chunked pass; {} for eager
 
 @torch.no_grad()
 def run_with_hooks(
@@ -315,7 +315,7 @@ def run_with_hooks(
     new_hook:Callable,            # () -> hook(name, value, **alpha_options); called again on a fallback to eager
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
     route:str='auto',             # 'auto' (as the names and the model allow), 'qk' (q, k, v) or 'eager' (pattern)
-    edit:EditPlan|None=None,      # heads to edit inside attention (a streamed pass)
+    edit:EditPlan|None=None,       # heads to edit inside attention (a chunked pass)
     base:bool=False,              # the base model only: hidden states out, no LM head
 ) -> Pass:
     "One forward pass handing each value `names_filter` selects to a hook as it is computed, named as in `SinkLM`."
@@ -340,7 +340,7 @@ def run_with_cache(
     ids:Tensor,                   # token ids (B, T)
     names_filter=None,            # hook name, list of names, predicate on names, or None (all)
     route:str='auto',             # as `run_with_hooks`
-    alpha_options:dict|None=None, # if a dict: filled with {layer: importance_from_qk options} of a streamed pass
+    alpha_options:dict|None=None, # if a dict: filled with {layer: importance_from_qk options} of a chunked pass
 ) -> tuple[object, dict[str, Tensor]]:  # the model's output and {hook name: value}
     "The model's output on `ids` and the values of the hook points `names_filter` selects, named as in `SinkLM`."
     p = run_with_hooks(model, ids, _Cache, names_filter, route)
@@ -407,7 +407,7 @@ def pattern_source(
 
 # %% ../nbs/18_hf.ipynb #9c963800
 def check_windows_seen(model, alpha_options:dict, T:int):
-    "The window each layer of a streamed pass attended over (from its mask) against `layer_windows` of its config."
+    "The window each layer of a chunked pass attended over (from its mask) against `layer_windows` of its config."
     declared, binding = layer_windows(model.config), lambda w: w if w is not None and w < T else None
     for l, o in alpha_options.items():
         want = declared[l] if l < len(declared) else None
@@ -499,7 +499,7 @@ def measure(
     head_stats=(),                # names in head_stats.HEAD_STATISTICS: per-head statistics in `stats`, (N, L, H, ...)
     divisor:str='reference',      # α's divisor (`metrics.importance`): T - j, or the queries that see the key
 ) -> SinkResult:
-    "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) streamed from q and k where possible, else eager."
+    "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) from q and k in chunks where possible, else eager."
     eps, n, seed, T = _check_probe(probe, route, device, texts, eps, n, seed, T)   # before anything loads
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)

@@ -273,6 +273,8 @@ def _after_attention(self:SelfAttention, out:Tensor, x:Tensor) -> Tensor:
     return out if self.gate is None else apply_gate(out, self.gate, x)
 
 # %% ../nbs/07_model.ipynb #905cfd22
+# In sink_nb "block" means this alone (query rows go in `attention.QueryChunk`s); `SinkLM.blocks` keeps its name
+# because it prefixes every saved checkpoint's state-dict keys, which runs resume from.
 class Block(nn.Module):
     "One transformer block, pre- or post-norm, with or without an FFN."
     def __init__(self, cfg:SinkConfig):

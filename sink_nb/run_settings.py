@@ -21,12 +21,13 @@ class TrainConfig:
     # data
     corpus:str = 'bigram-backcopy'      # built-in name, local file or folder, hub id, or a `shards.prepare` folder
     tokenizer:str|None = None           # None for pre-tokenised corpora; 'bytes', a transformers name, or a .gguf file
-    seq_len:PositiveInt = 64            # T of training blocks
+    seq_len:PositiveInt = 64         # T of training sequences
     corpus_args:dict = field(default_factory=dict)   # extra `load_corpus` / `prepare` arguments (n, split, ...)
     data_dir:str = '~/.cache/sink_nb/data'   # where prepared token shards of text corpora are kept
+    # held-out sequences; the name stays `val_blocks` because every saved run's config and checkpoint store it
     val_blocks:PositiveInt = 256        # bigram-backcopy: rows held out for validation and the probe
     max_tokens:PositiveInt|None = None  # token budget (the paper's 50M…5B)
-    random_tokens:list|None = None      # [start, end): positions of every training block replaced by random tokens
+    random_tokens:list|None = None   # [start, end): positions of every training sequence replaced by random tokens
     fixed_token:list|None = None        # [position, token_id]: a fixed token at a position (training and probe)
     # optimisation
     steps:PositiveInt = 1000

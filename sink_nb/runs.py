@@ -149,10 +149,10 @@ def _rate(v, name:str) -> float|None:
 
 # %% ../nbs/11_runs.ipynb #cad7f289
 def _read_log(path:Path, quiet:bool=False) -> Iterator[Evaluation|Event]:
-    "The checked records of a log, in order, streamed; a torn, foreign or out-of-order line is named and dropped."
+    "The checked records of a log, in order, line by line; a torn, foreign or out-of-order line is named and dropped."
     if not path.is_file(): return
     last = -1
-    with open(path, errors='replace') as lines:           # streamed: a long log is never held whole
+    with open(path, errors='replace') as lines:  # read line by line: a long log is never held whole
         for i, line in enumerate(lines, 1):
             if not line.strip(): continue
             try:

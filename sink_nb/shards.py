@@ -119,7 +119,7 @@ def close(self) -> dict:
 
 # %% ../nbs/14_shards.ipynb #afd109dd
 def _hold_last(batches, k:int, write) -> tuple[np.ndarray, np.ndarray]:
-    "Write every document of a stream of (tokens, lengths) batches but the last `k`, and return those `k`."
+    "Write every document of an iterator of (tokens, lengths) batches but the last `k`, and return those `k`."
     held, n_held = deque(), 0
     for tokens, lengths in batches:
         held.append((tokens, lengths)); n_held += len(lengths)
@@ -135,7 +135,7 @@ def _hold_last(batches, k:int, write) -> tuple[np.ndarray, np.ndarray]:
 _BATCH_CHARS = 1 << 20    # a batch also ends after ~1M characters: even work across processes, bounded memory
 
 def _jsonl_texts(path:Path, text_field:str) -> Iterator[str]:
-    "The `text_field` of every line of a JSON-lines file, streamed."
+    "The `text_field` of every line of a JSON-lines file, read line by line."
     with open(path, encoding='utf-8') as f:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
@@ -148,7 +148,7 @@ def _jsonl_texts(path:Path, text_field:str) -> Iterator[str]:
             yield row[text_field]
 
 def _batches_of(texts:Iterator, batch_docs:int) -> Iterator[list]:
-    "Lists of at most `batch_docs` texts and about `_BATCH_CHARS` characters, from a stream of texts."
+    "Lists of at most `batch_docs` texts and about `_BATCH_CHARS` characters, from an iterable of texts."
     batch, size = [], 0
     for t in texts:
         batch.append(t); size += len(t) if isinstance(t, str) else 0
@@ -157,7 +157,7 @@ def _batches_of(texts:Iterator, batch_docs:int) -> Iterator[list]:
 
 # %% ../nbs/14_shards.ipynb #07f50a17
 def _plain_texts(source, text_field:str) -> Iterator[str]|None:
-    "The texts of a built-in corpus or of local .txt (paragraphs) or .jsonl files, streamed; None for other sources."
+    "The texts of a built-in corpus or of local .txt (paragraphs) or .jsonl files, line by line; None for others."
     if source in TEXT_CORPORA: return iter(builtin_texts(source))
     path = local_path(source)
     if path is None or is_saved_dataset(path): return None
@@ -339,14 +339,14 @@ def _publish(tmp:Path, out:Path, overwrite:bool):
     if old is not None: shutil.rmtree(old)
 
 # %% ../nbs/14_shards.ipynb #5dc620cc
-def _write_parts(tmp:Path, stream, val_stream, val_docs:int, dtype, shard_tokens:int) -> dict:
-    "Write `train` and `val` under `tmp`; without `val_stream`, val is the last `val_docs` documents of `stream`."
+def _write_parts(tmp:Path, batches, val_batches, val_docs:int, dtype, shard_tokens:int) -> dict:
+    "Write `train` and `val` under `tmp`; without `val_batches`, val is the last `val_docs` documents of `batches`."
     train, val = _PartWriter(tmp / 'train', dtype, shard_tokens), _PartWriter(tmp / 'val', dtype, shard_tokens)
     try:
-        if val_stream is None: val.add(*_hold_last(stream, val_docs, train.add))
+        if val_batches is None: val.add(*_hold_last(batches, val_docs, train.add))
         else:
-            for batch in stream: train.add(*batch)
-            for batch in val_stream: val.add(*batch)
+            for batch in batches: train.add(*batch)
+            for batch in val_batches: val.add(*batch)
     finally: parts = {'train': train.close(), 'val': val.close()}
     n_train, n_val = parts['train']['n_docs'], parts['val']['n_docs']
     if n_train == 0 and n_val == 0: raise ValueError("`source` holds no documents")
@@ -364,16 +364,16 @@ def _progress(batches, enabled:bool, desc:str) -> Iterator:
             yield tokens, lengths
 
 # %% ../nbs/14_shards.ipynb #4641565d
-def _streams(source, tok, split, val_split, text_field, batch_docs, num_proc, stats, kwargs) -> tuple:
-    "The (tokens, lengths) streams of train and val (None: hold out the last documents)."
+def _batch_iters(source, tok, split, val_split, text_field, batch_docs, num_proc, stats, kwargs) -> tuple:
+    "The (tokens, lengths) batch iterators of train and val (None: hold out the last documents)."
     if tok is None: return _row_batches(batch_docs, **kwargs), None
     encode = Encoder(tok, token_dtype(len(tok)))
     local = source not in TEXT_CORPORA and local_path(source) is not None
-    def stream(src, sp):
+    def batches(src, sp):
         texts = document_batches(_text_batches(src, sp, text_field, batch_docs, **kwargs), stats)
         return _in_workers(encode, texts, num_proc)
-    if val_split is None: return stream(source, split), None
-    return stream(source, split), stream(val_split if local else source, val_split)
+    if val_split is None: return batches(source, split), None
+    return batches(source, split), batches(val_split if local else source, val_split)
 
 def _threads_itself(tok) -> bool:
     "Does `tok` need no worker processes: pre-tokenised, the byte tokenizer, or Rust-backed (threads of its own)?"
@@ -427,7 +427,7 @@ def prepare(
     num_proc = num_proc or (1 if _threads_itself(tok) else len(os.sched_getaffinity(0)))
     stats, tmp, train, val = {'empty': 0}, working_folder(out, 'prepare'), None, None
     try:
-        train, val = _streams(source, tok, split, val_split, text_field, batch_docs, num_proc, stats, kwargs)
+        train, val = _batch_iters(source, tok, split, val_split, text_field, batch_docs, num_proc, stats, kwargs)
         parts = _write_parts(tmp, _progress(train, progress, 'prepare'), val, val_docs, token_dtype(vocab),
                              shard_tokens)
         meta = dict(format='sink_nb.tokens', version=FORMAT_VERSION, sink_nb_version=__version__, source=str(source),
@@ -437,8 +437,8 @@ def prepare(
         (tmp / 'meta.json').write_text(json.dumps(meta, indent=1))
         _publish(tmp, out, overwrite)
     finally:
-        for stream in (train, val):
-            if stream is not None: stream.close()                          # stops worker processes at once
+        for it in (train, val):
+            if it is not None: it.close()                                  # stops worker processes at once
         shutil.rmtree(tmp, ignore_errors=True)
     return out
 

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
 from .shards import TokenShards, ensure_prepared, prepared_path
-from .data import Blocks, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
+from .data import Sequences, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .checks import eval_mode
 from .results import key_problems
 from .model import SinkConfig, SinkLM, measure_model
@@ -54,9 +54,9 @@ def make_optimizer(model:nn.Module, cfg:TrainConfig) -> torch.optim.AdamW:
 # %% ../nbs/16_train.ipynb #db3d03b9
 @dataclass
 class RunData:
-    "Everything a run reads: training and validation blocks, the probe, the tokenizer."
-    train:Blocks
-    val:Blocks
+    "Everything a run reads: training and validation sequences, the probe, the tokenizer."
+    train:Sequences
+    val:Sequences
     probe:Tensor                        # (N, probe_T)
     tokenizer:object = None
     probe_info:dict = field(default_factory=dict)
@@ -70,31 +70,31 @@ def _manipulate(batch:Tensor, cfg:TrainConfig, vocab_size:int, position:int) -> 
     return batch
 
 # %% ../nbs/16_train.ipynb #b1ce412f
-def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Blocks, Blocks, Tensor, dict]:
+def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
     "bigram-backcopy rows: the last `val_blocks` for validation, their first `probe_n` for the probe."
     args = dict(T=cfg.seq_len, vocab_size=model_cfg.vocab_size, seed=cfg.seed) | cfg.corpus_args
-    blocks = pack(load_corpus(cfg.corpus, **args), None, cfg.seq_len, seed=cfg.seed)
-    if blocks.n <= cfg.val_blocks:
-        raise ValueError(f"the corpus has {blocks.n} blocks of T={cfg.seq_len}; `val_blocks`={cfg.val_blocks} leaves "
+    seqs = pack(load_corpus(cfg.corpus, **args), None, cfg.seq_len, seed=cfg.seed)
+    if seqs.n <= cfg.val_blocks:
+        raise ValueError(f"the corpus has {seqs.n} sequences of T={cfg.seq_len}; `val_blocks`={cfg.val_blocks} leaves "
                          "none for training")
-    tokens = blocks.tokens
+    tokens = seqs.tokens
     probe = torch.from_numpy(np.asarray(tokens[-cfg.val_blocks:][:cfg.probe_n, :cfg.probe_T]).astype(np.int64))
-    train, val = Blocks(tokens[:-cfg.val_blocks], cfg.seed), Blocks(tokens[-cfg.val_blocks:], cfg.seed)
+    train, val = Sequences(tokens[:-cfg.val_blocks], cfg.seed), Sequences(tokens[-cfg.val_blocks:], cfg.seed)
     return train, val, probe, dict(probe='rows', n=len(probe), vocab=int(tokens.max()) + 1)
 
-def _sharded(cfg:TrainConfig) -> tuple[Blocks, Blocks, Tensor, dict]:
+def _sharded(cfg:TrainConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
     "Text corpora: prepared token shards, the probe from held-out document starts."
     path = Path(cfg.corpus).expanduser()                                   # a folder `shards.prepare` wrote, or ...
     if not (path / 'meta.json').is_file():                                 # ... a source, prepared once in data_dir
         path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
     train, val = TokenShards(path, 'train'), TokenShards(path, 'val')
     probe, info = document_probe(val, cfg.probe_T, cfg.probe_n)
-    return Blocks(train, cfg.seed, T=cfg.seq_len), Blocks(val, cfg.seed,
+    return Sequences(train, cfg.seed, T=cfg.seq_len), Sequences(val, cfg.seed,
                                                           T=cfg.seq_len), probe, info | dict(vocab=train.vocab_size)
 
 # %% ../nbs/16_train.ipynb #ee177026
 def prepare_data(cfg:TrainConfig, model_cfg:SinkConfig) -> RunData:
-    "Training and validation blocks and the probe of a run, checked against the model."
+    "Training and validation sequences and the probe of a run, checked against the model."
     train, val, probe, info = _in_memory(cfg, model_cfg) if cfg.corpus == 'bigram-backcopy' else _sharded(cfg)
     if info['vocab'] > model_cfg.vocab_size:
         raise ValueError(f"the corpus has token ids up to {info['vocab'] - 1}; the model's vocab_size is "
@@ -208,7 +208,7 @@ log = logging.getLogger('sink_nb')
 
 # %% ../nbs/16_train.ipynb #c38cd643
 def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
-    "What can be refused before a run folder is touched: blocks the model cannot take, logging packages not installed."
+    "What can be refused before a run folder is touched: too long a sequence, logging packages not installed."
     for name, T in (('seq_len', cfg.seq_len), ('probe_T', cfg.probe_T)):
         if T > model_cfg.block_size:
             raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "

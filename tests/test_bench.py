@@ -14,7 +14,7 @@ def test_metric_memory_small(tmp_path):
     assert [r['T'] for r in rows] == [128, 512]
     for r in rows:
         assert r['max_delta'] <= 1e-5
-        assert r['eager_mib'] > 0 and r['streaming_mib'] > 0 and r['eager_s'] > 0
+        assert r['eager_mib'] > 0 and r['chunked_mib'] > 0 and r['eager_s'] > 0
     assert rows[-1]['eager_mib'] > rows[0]['eager_mib'], 'eager memory grows with T²'
 
 

@@ -1,4 +1,4 @@
-"A per-head statistic added as one registry entry reaches every measuring entry point, streamed = weights to 1e-5."
+"A per-head statistic registered as one entry reaches every measuring entry point, in chunks = from weights to 1e-5."
 import importlib.util
 from pathlib import Path
 
@@ -40,14 +40,14 @@ def llama_folder(path:Path, seed:int) -> Path:
     return path
 
 
-def test_one_entry_streams_as_its_weights(max_share):
+def test_one_entry_in_chunks_equals_its_weights(max_share):
     q, k = torch.randn(2, 4, 20, 8) * 2, torch.randn(2, 2, 20, 8) * 2
     for op, kw in (('softmax', {}), ('softmax', dict(window=5)), ('softpick', {}), ('sigmoid', dict(normalize=False))):
-        streamed = head_stats_from_qk(q, k, max_share, op=op, chunk=3, **kw)[max_share]
+        chunked = head_stats_from_qk(q, k, max_share, op=op, chunk=3, **kw)[max_share]
         weights = head_stats_from_pattern(attention_weights(q, k, op, proxy=False, **kw), max_share,
                                           window=kw.get('window'))[max_share]
-        torch.testing.assert_close(streamed, weights, atol=1e-5, rtol=0)
-        assert streamed.shape == (2, 4)
+        torch.testing.assert_close(chunked, weights, atol=1e-5, rtol=0)
+        assert chunked.shape == (2, 4)
 
 
 def test_measure_model_returns_it(max_share):
@@ -62,14 +62,14 @@ def test_measure_model_returns_it(max_share):
 
 def test_hf_measure_and_the_command_return_it(max_share, tmp_path):
     folder = llama_folder(tmp_path / 'llama', 0)
-    streamed = measure(folder, T=16, n=3, head_stats=[max_share], progress=False)
+    chunked = measure(folder, T=16, n=3, head_stats=[max_share], progress=False)
     eager = measure(folder, T=16, n=3, head_stats=[max_share], route='eager', progress=False)
-    assert streamed.metadata['route'] == 'qk' and eager.metadata['route'] == 'eager'
-    assert streamed.stats[max_share].shape == (3, 2, 4)
-    torch.testing.assert_close(streamed.stats[max_share], eager.stats[max_share], atol=1e-5, rtol=0)
+    assert chunked.metadata['route'] == 'qk' and eager.metadata['route'] == 'eager'
+    assert chunked.stats[max_share].shape == (3, 2, 4)
+    torch.testing.assert_close(chunked.stats[max_share], eager.stats[max_share], atol=1e-5, rtol=0)
     out = tmp_path / 'res.safetensors'
     assert main(['measure', str(folder), '--T', '16', '--n', '3', '--stats', max_share, '--out', str(out)]) == 0
-    torch.testing.assert_close(SinkResult.load(out).stats[max_share], streamed.stats[max_share], atol=1e-6, rtol=0)
+    torch.testing.assert_close(SinkResult.load(out).stats[max_share], chunked.stats[max_share], atol=1e-6, rtol=0)
 
 
 def test_the_command_refuses_an_unknown_name_before_loading(max_share, tmp_path, capsys):

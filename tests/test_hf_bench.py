@@ -17,7 +17,7 @@ def test_measure_vs_reference_small(tmp_path):
 
 
 def test_long_context_small(tmp_path):
-    "bench/long_context.py on the tiny model: the eager figure is L·H·T²·4 bytes and the streamed measurement adds less."
+    "bench/long_context.py on the tiny model: the eager figure is L·H·T²·4 bytes and the chunked measurement adds less."
     T = 2048                                                     # eager maps 512 MiB: well above the fixed overheads
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'long_context.py'), '--model', 'tiny', '--T', str(T),
                           '--out', str(tmp_path / 'table.txt'), '--json', str(tmp_path / 'rows.json')],

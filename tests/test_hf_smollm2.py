@@ -51,12 +51,12 @@ def test_smollm2_has_a_first_token_sink(smollm2, tmp_path):
     assert SinkResult.load(tmp_path / 'smol.safetensors').rate() == pytest.approx(sink1)
 
 
-def test_smollm2_stream_equals_eager(smollm2):
+def test_smollm2_qk_equals_eager(smollm2):
     model, tok, _ = smollm2
     kw = dict(T=32, n=2, progress=False)
-    streamed, eager = measure(model, tok, **kw), measure(model, tok, route='eager', **kw)
+    chunked, eager = measure(model, tok, **kw), measure(model, tok, route='eager', **kw)
     assert eager.metadata['route'] == 'eager' and model.config._attn_implementation == 'sdpa'
-    torch.testing.assert_close(streamed.alpha, eager.alpha, atol=1e-5, rtol=0)
+    torch.testing.assert_close(chunked.alpha, eager.alpha, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize('probe', ['random', 'repeated'])

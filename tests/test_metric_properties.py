@@ -1,4 +1,4 @@
-"""Property tests of the metric: for random shapes, operations, masks and chunk sizes, streaming α from q/k equals
+"""Property tests of the metric: for random shapes, operations, masks and chunk sizes, α from q/k in chunks equals
 α of the full weight matrix, and the sink rate behaves as its definition says."""
 import torch
 import pytest
@@ -31,7 +31,7 @@ def cases(draw):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_streaming_equals_full_matrix(c):
+def test_chunked_equals_full_matrix(c):
     g = torch.Generator().manual_seed(c['seed'])
     B, H, T, d = c['B'], c['Hkv'] * c['G'], c['T'], c['d']
     q = torch.randn(B, H, T, d, generator=g) * 2
@@ -69,11 +69,11 @@ def test_sink_rate_definition(N, L, H, T, seed, eps):
     assert (sink_rate(alpha, eps=min(eps + 0.01, 0.99), k=None) <= rates).all()    # monotone in ε
 
 
-def test_streaming_memory_does_not_grow_with_T_squared():
-    "The block budget bounds what one step allocates: α of T = 2048 via blocks of 32 rows touches ≤ 32·2048 scores per head."
+def test_chunked_memory_does_not_grow_with_T_squared():
+    "The chunk budget bounds a step: α of T = 2048 in chunks of 32 query rows touches ≤ 32·2048 scores per head."
     from sink_nb.attention import auto_chunk
-    from sink_nb.metrics import METRIC_BLOCK_SCORES
-    for budget in (2 ** 21, METRIC_BLOCK_SCORES):
+    from sink_nb.metrics import METRIC_CHUNK_SCORES
+    for budget in (2 ** 21, METRIC_CHUNK_SCORES):
         for B, H, T in [(1, 16, 4096), (8, 32, 2048), (100, 12, 64)]:
             c = auto_chunk(B, H, T, budget)
             assert 1 <= c <= T and (B * H * c * T <= budget or c == 1)

@@ -26,6 +26,6 @@ def test_peers_measure_small(tmp_path):
     assert len(pairs) == 3
     for p in pairs.values():
         assert p['d_sink1'] <= 1e-4, p                            # the target: Sink_1 within 1e-4 percentage points
-        assert p['max_d_alpha'] <= 1e-5, p                        # α itself: streamed vs eager fp32 rounding only
+        assert p['max_d_alpha'] <= 1e-5, p                         # α itself: chunked vs eager fp32 rounding only
     assert pairs['transformer_lens', 'eager']['max_d_alpha'] == 0  # the bridge hooks the very eager attention module
     assert agreement['margin'] > 10 * max(p['max_d_alpha'] for p in pairs.values())   # no head sits on ε

@@ -118,7 +118,7 @@ def test_a_full_disk_during_training_is_one_line(tmp_path):
     finally: subprocess.run(['umount', str(disk)])
 
 
-def test_a_long_log_is_streamed_once_and_its_end_is_what_status_says(run, tmp_path):
+def test_a_long_log_is_read_once_and_its_end_is_what_status_says(run, tmp_path):
     import tracemalloc
     from sink_nb.runs import Run
     copy = tmp_path / 'r'; shutil.copytree(run, copy)
