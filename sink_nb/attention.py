@@ -18,9 +18,9 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_ch
                             check_tensor)
 
 # %% auto #0
-__all__ = ['NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing', 'uniform_first_alpha',
-           'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range', 'AttentionOp',
-           'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK', 'attention_weights',
+__all__ = ['DIVISORS', 'NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing',
+           'uniform_first_alpha', 'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range',
+           'AttentionOp', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK', 'attention_weights',
            'unsupported_reason', 'choose_backend', 'auto_chunk', 'QueryChunk', 'query_chunks', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
@@ -41,6 +41,8 @@ def queries_seeing(valid:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
 
 
 # %% ../nbs/01_attention.ipynb #668a2c19
+DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
+
 def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='reference') -> float:
     "α of key 0 when each query spreads its attention evenly over what it sees; divided by T or by its viewers."
     total, seeing = 0.0, 0
@@ -49,7 +51,7 @@ def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='
         if lo > 0 and not prefix: break                                        # key 0 out of every later window
         n = i - lo + 1 if not prefix else max(i, prefix - 1) + 1 if lo <= prefix else i - lo + 1 + prefix
         total, seeing = total + 1 / n, seeing + 1
-    return total / (T if check_choice(divisor, 'divisor', ('reference', 'visible')) == 'reference' else seeing)
+    return total / (T if check_choice(divisor, 'divisor', DIVISORS) == 'reference' else seeing)
 
 def shortest_causal_probe(eps:float) -> int:
     "Fewest tokens T at which an even causal head's α₁ = H_T / T is <= ε; below it Sink_1 counts heads that don't sink."

@@ -188,9 +188,9 @@ def measure_parser(sub):
                                                                                 "(auto), forced, or none")
     placement_flags(m)
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
-    divisor = m.add_argument('--divisor', default='reference', help="α's divisor, of sink_nb.metrics.DIVISORS: "
+    divisor = m.add_argument('--divisor', default='reference', help="α's divisor, of sink_nb.attention.DIVISORS: "
                              "%(divisors)s (default reference: the reference code's T - j)")
-    divisor.divisors = RegistryChoices('sink_nb.metrics', 'DIVISORS')      # listed in the help; the library checks it
+    divisor.divisors = RegistryChoices('sink_nb.attention', 'DIVISORS')      # listed in the help; the library checks it
     m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default='auto', metavar='ROUTE',
                    help='of sink_nb.hf.ROUTES: %(choices)s; qk: α computed in chunks from q and k; eager: T×T '
                         'weights (auto: qk when the model allows)')

@@ -19,13 +19,13 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import NORMALIZERS, attention_weights, check_probe_length, visible
+from .attention import DIVISORS, NORMALIZERS, attention_weights, check_probe_length, visible
 from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, layer_windows, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
 from .head_stats import select_head_stats
-from .metrics import DIVISORS, SinkMeter, attention_with_lse, meter_batches
+from .metrics import SinkMeter, attention_with_lse, meter_batches
 from .results import SinkResult, key_problems
 from .model import SinkLM, name_filter
 
@@ -38,8 +38,7 @@ __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', '
 ROUTES = ('auto', 'qk', 'eager')
 
 def check_route(route:str) -> str:
-    "`route` if it is one of ROUTES; the name it had before ('stream') is refused with the new one."
-    if route == 'stream': raise ValueError("route='stream' is now route='qk' (α from q and k, no T×T weights)")
+    "`route` if it is one of ROUTES."
     return check_choice(route, 'route', ROUTES)
 
 # %% ../nbs/18_hf.ipynb #6ee1c9f6

@@ -13,19 +13,17 @@ from fastcore.basics import patch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .attention import QK, AttentionSpec, QueryChunk, query_chunks, metric_weights, queries_seeing
+from .attention import DIVISORS, QK, AttentionSpec, QueryChunk, query_chunks, metric_weights, queries_seeing
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
 from .head_stats import HEAD_STATISTICS, HeadStat, head_totals, pattern_chunk, select_head_stats
 
 # %% auto #0
-__all__ = ['DIVISORS', 'METRIC_CHUNK_SCORES', 'importance', 'check_alpha', 'sink_rate', 'attention_with_lse',
-           'column_sums_from_lse', 'layer_stats', 'importance_from_qk', 'hidden_norms', 'massive_activation_ratio',
-           'head_norms', 'query_key_alignment', 'representation_entropy', 'first_token_norm_ratio', 'SinkMeter',
-           'cache_importance', 'activation_stats', 'meter_batches']
+__all__ = ['METRIC_CHUNK_SCORES', 'importance', 'check_alpha', 'sink_rate', 'attention_with_lse', 'column_sums_from_lse',
+           'layer_stats', 'importance_from_qk', 'hidden_norms', 'massive_activation_ratio', 'head_norms',
+           'query_key_alignment', 'representation_entropy', 'first_token_norm_ratio', 'SinkMeter', 'cache_importance',
+           'activation_stats', 'meter_batches']
 
 # %% ../nbs/03_metrics.ipynb #22b8e39f
-DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
-
 def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
     "Padding mask (T,) or (N, T), True = real token, as a float tensor broadcastable to `lead + (T,)`."
     if mask is None: return None

@@ -14,9 +14,9 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import uniform_first_alpha, visible
+from .attention import DIVISORS, uniform_first_alpha, visible
 from .checks import check_choice, check_eps, check_int
-from .metrics import DIVISORS, check_alpha, sink_rate
+from .metrics import check_alpha, sink_rate
 
 # %% auto #0
 __all__ = ['HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling', 'key_problems']

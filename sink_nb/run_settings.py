@@ -5,9 +5,10 @@
 # %% ../nbs/10_run_settings.ipynb #2e430b2e
 from __future__ import annotations
 from dataclasses import dataclass, field, fields
-from typing import Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
-from .checks import (NonNegativeFloat, NonNegativeInt, OpenUnitFloat, PositiveFloat, PositiveInt,
+from .attention import DIVISORS
+from .checks import (NonNegativeFloat, NonNegativeInt, OneOf, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields)
 from .model import SinkConfig
 
@@ -45,7 +46,7 @@ class TrainConfig:
     probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
     sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
     eps:OpenUnitFloat = 0.3
-    divisor:Literal['reference', 'visible'] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
+    divisor:Annotated[str, OneOf(DIVISORS)] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
     # runtime
     seed:NonNegativeInt = 0
     dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
