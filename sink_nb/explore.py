@@ -22,8 +22,8 @@ from .results import LABEL_STATS, HEAD_LABELS, SinkResult
 
 # %% auto #0
 __all__ = ['EMBED_OPTIONS', 'use_offline', 'to_svg', 'view_chart', 'view_spec', 'chart_values', 'inline_csv', 'note_view',
-           'grid_view', 'grid_chart', 'rate_chart', 'token_labels', 'alpha_chart', 'pattern_chart', 'SinkExplorer',
-           'compare_frame', 'compare']
+           'grid_view', 'grid_chart', 'rate_chart', 'token_labels', 'alpha_chart', 'pattern_chart', 'strongest_head',
+           'SinkExplorer', 'compare_frame', 'compare']
 
 # %% ../nbs/25_explore.ipynb #a7a75aa7
 def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png'
@@ -305,16 +305,17 @@ def pattern_chart(
     "Query × key heatmap of one head's attention, first `max_tokens` positions, token labels."
     return view_chart(_pattern_view(weights, tokens, max_tokens), title)
 
+# %% ../nbs/25_explore.ipynb #0685764b
+def strongest_head(result:SinkResult) -> tuple[int, int]:
+    "(layer, head) with the largest mean α on the first token: a sink head to start from."
+    l, h = np.unravel_index(int(result.alpha[..., result.n_slots].mean(0).argmax()), (result.L, result.H))
+    return int(l), int(h)
+
 # %% ../nbs/25_explore.ipynb #2510db26
 CONTROL_VIEWS = {'layer': ('grid', 'rate', 'alpha', 'pattern'), 'head': ('grid', 'alpha', 'pattern'),
           'eps': ('grid', 'rate', 'alpha'), 'k': ('grid', 'rate', 'alpha'),
           'sample': ('grid', 'rate', 'alpha', 'pattern'), 'colour': ('grid',)}
 _ALL = ('grid', 'rate', 'alpha', 'pattern')
-
-def _strongest_head(result:SinkResult) -> tuple[int, int]:
-    "(layer, head) with the largest mean α on the first token: a sink head to start from."
-    l, h = np.unravel_index(int(result.alpha[..., result.n_slots].mean(0).argmax()), (result.L, result.H))
-    return int(l), int(h)
 
 def _has_heads(result:SinkResult) -> bool:
     "Does the result carry the per-head statistics `heads()` needs?"
@@ -339,7 +340,7 @@ class SinkExplorer(W.VBox):
         self.result, self.pattern, self._pending = result, pattern if pattern is not None else result.pattern, None
         self.tokenizer, self._label_cache = tokenizer, {}        # ε -> (L, H) head labels
         if offline: alt.JupyterChart.enable_offline()
-        (l, h), slider = _strongest_head(result), partial(W.IntSlider, continuous_update=False)
+        (l, h), slider = strongest_head(result), partial(W.IntSlider, continuous_update=False)
         self.layer = slider(l, 0, result.L - 1, description='layer')
         self.head = slider(h, 0, result.H - 1, description='head')
         self.k = slider(1, 1, result.T, description='k')
