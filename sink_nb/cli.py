@@ -15,7 +15,7 @@ from .cli_models import (RegistryChoices, check_outputs, eps_arg, heads_parser, 
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_corpus', 'run_train', 'run_compare', 'run_mitigations',
-           'run_cpu_study', 'main']
+           'run_cpu_study', 'run_report', 'main']
 
 # %% ../nbs/30_cli.ipynb #45499051
 DEMO_VARIANTS = {'softmax': 'demo-softmax', 'sigmoid': 'demo-sigmoid'}
@@ -479,6 +479,48 @@ def _study_parser(sub):
     s.add_argument('--json', type=output_file, help='also write the study here')
 
 
+# %% ../nbs/30_cli.ipynb #8420ad78
+def _report_out(model:str) -> Path:
+    "The default --out: sink-report-NAME in the current folder, NAME the model's file, folder or hub name."
+    name = Path(str(model).rstrip('/')).name.removesuffix('.gguf') or 'model'
+    return Path(f'sink-report-{name}')
+
+def run_report(args) -> dict:
+    "The `report` command: measure MODEL once; write report.html and report.json into --out."
+    out = args.out or _report_out(args.model)
+    if Path(args.model).exists() and Path(args.model).resolve() in (out.resolve(), *out.resolve().parents):
+        raise SystemExit(f"sink-nb report: --out {out} is inside {args.model}, which is read: write it elsewhere")
+    from sink_nb.cli_models import texts_file
+    texts = texts_file(args.texts, 'report') if args.texts else None
+    from sink_nb.report import report                                   # here: `sink-nb --help` imports no torch
+    try: rep = report(args.model, out, texts, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype, device=args.device,
+                      progress=not args.quiet)
+    except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
+        raise SystemExit(f"sink-nb report: {type(e).__name__}: {e}") from None
+    heads = rep.data['heads']['counts']
+    print(f"sink_nb report: {rep!r}")
+    if heads: print('heads: ' + ', '.join(f'{k} {v}' for k, v in heads.items()))
+    print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
+    return rep.data
+
+# %% ../nbs/30_cli.ipynb #0ad8595f
+def _report_parser(sub):
+    r = sub.add_parser('report', help="one offline HTML page and JSON of a model's sinks: hub id, folder, .gguf "
+                       'or run folder', description='Measure a model once and write its sink report: what was '
+                       'measured, Sink_1 per layer, the α grid, the head taxonomy, the first token\'s norm and the '
+                       'strongest sink head, as report.html (offline, no script) and report.json.')
+    r.add_argument('model', help='hub id, local folder, .gguf file, or a sink_nb run folder')
+    r.add_argument('--out', type=path_arg, help='folder for report.html and report.json (default: '
+                                                'sink-report-NAME here); new, empty or holding only a report')
+    r.add_argument('--T', type=int_at_least(2), help="tokens per sample (default 256; a run: its probe's length)")
+    r.add_argument('--n', type=int_at_least(1), default=32, help='samples (default 32)')
+    r.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold in (0, 1) (default 0.3)')
+    r.add_argument('--texts', type=path_arg, help='a UTF-8 text file, passages separated by blank lines (default: '
+                                                  'the built-in text; not for a run, which has its own probe)')
+    r.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32')
+    r.add_argument('--device', default='cpu', help='cpu, cuda, cuda:1 or mps (default cpu)')
+    r.add_argument('--quiet', action='store_true', help='no progress bars')
+
 # %% ../nbs/30_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='sink-nb',
@@ -487,12 +529,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for add in (_demo_parser, _corpus_parser, _prepare_parser, _train_parser, measure_parser, _compare_parser,
                 _mitigations_parser, _study_parser, stream_parser, heads_parser, quantize_parser,
-                trajectory_parser): add(sub)
+                trajectory_parser, _report_parser): add(sub)
     return p
 
 _COMMANDS = {'demo': run_demo, 'corpus': run_corpus, 'prepare': run_prepare, 'train': run_train, 'measure': run_measure,
              'compare': run_compare, 'mitigations': run_mitigations, 'study': run_cpu_study, 'stream': run_stream,
-             'heads': run_heads, 'quantize': run_quantize, 'trajectory': run_trajectory}
+             'heads': run_heads, 'quantize': run_quantize, 'trajectory': run_trajectory,
+             'report': run_report}
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `sink-nb` console script."
