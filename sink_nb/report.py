@@ -78,7 +78,7 @@ def _measure_run(run:Run, T:int|None, n:int, divisor:str, dtype, device):
     model = model.to(device=device or 'cpu', dtype=getattr(torch, dtype) if dtype else None)
     res = measure_model(model, ids.to(next(model.parameters()).device), tokens=_run_tokens(run, ids),
                         name=run.config.model.name, activations=True, divisor=divisor)
-    res.metadata |= dict(step=step, run=str(run.path), data="the run's probe")
+    res.metadata |= dict(step=step, run=str(run.path), data="the run's probe", n_requested=n)
     p = next(model.parameters())
     where = dict(source='run', model=run.path.name, step=step, revision=None, path=str(run.path),
                  dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device))
@@ -92,7 +92,7 @@ def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
 
 # %% ../nbs/28_report.ipynb #523bd148
 def head_taxonomy(res:SinkResult, eps:float=0.3, window:int=4) -> dict:
-    "Every head's label (L lists of H), the count of each label, and each head's α₁; or why there is no taxonomy."
+    "Every head's label (L lists of H) and the count of each label; or why there is no taxonomy."
     try: table = res.heads(eps, window)
     except ValueError as e: return dict(labels=None, counts=None, why=str(e))
     counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
