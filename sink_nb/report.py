@@ -201,7 +201,7 @@ _CSS = """.sink-report {font-family: system-ui, sans-serif; max-width: 60rem; ma
 .sink-report td, .sink-report th {border-bottom: 1px solid #ddd; padding: .2rem .6rem; text-align: left}"""
 
 _MEANING = dict(sink='mean α₁ above ε', dormant='a sink whose first value and output are small',
-                local='most attention within the last keys', broad='none of the above')
+                local='most attention within the last few keys', broad='none of the above')
 
 def _table(rows, head=None) -> str:
     "An HTML table of escaped cells."
@@ -224,8 +224,8 @@ def report_page(data:dict, svgs:dict[str, str]) -> str:
     "The report as one HTML page: what was measured, Sink₁, then each chart; no script, nothing fetched."
     m, heads, line = data['measured'], data['heads'], html.escape(subject(data['measured']))
     parts = [f"<h1>Attention sinks in {html.escape(m['model'])}</h1>", _table(_what_was_measured(m)),
-             f"<p><b>Sink₁ = {data['sink1']:.2f} %</b> of (sample, head) pairs put more than ε = {m['eps']} of their "
-             f"attention on the first token.</p><p class=subject>{line}</p>"]
+             f"<p><b>Sink₁ = {data['sink1']:.2f} %</b>: the share of (sample, layer, head) triples in which the first "
+             f"token's α, the mean attention it receives, is above ε = {m['eps']}.</p><p class=subject>{line}</p>"]
     for name, svg in svgs.items():
         parts.append(f'<section id="{name}"><div class="chart">{svg}</div>')
         if name == 'heads':
