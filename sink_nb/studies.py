@@ -76,7 +76,7 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
 
 # %% ../nbs/23_studies.ipynb #b8d2e004
 def _pool_worker(bar_lock):
-    "A pool worker: a Ctrl-C is left to its parent, whose terminate() ends the run as a Ctrl-C would; bars share a lock."
+    "A pool worker: leaves Ctrl-C to its parent (whose terminate() ends the run like a Ctrl-C); the parent's bar lock."
     from tqdm import tqdm
     tqdm.set_lock(bar_lock)                                    # the parent's: a worker makes no semaphore of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
