@@ -75,8 +75,10 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
     return str(train(*load_run_config(config, settings)[:2]))
 
 # %% ../nbs/23_studies.ipynb #b8d2e004
-def _worker_signals():
-    "A pool worker leaves a Ctrl-C to its parent, whose terminate() (SIGTERM) then ends the run like a Ctrl-C would."
+def _pool_worker(bar_lock):
+    "A pool worker: leaves Ctrl-C to its parent (whose terminate() ends the run like a Ctrl-C); the parent's bar lock."
+    from tqdm import tqdm
+    tqdm.set_lock(bar_lock)                                    # the parent's: a worker makes no semaphore of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))    # SystemExit: `finally` frees the lock, no traceback
 
@@ -87,7 +89,8 @@ def training_pool(jobs:int):
 @contextlib.contextmanager
 def _pool_block(jobs:int):
     import multiprocessing as mp
-    pool = mp.get_context('spawn').Pool(jobs, initializer=_worker_signals)
+    ctx = mp.get_context('spawn')
+    pool = ctx.Pool(jobs, initializer=_pool_worker, initargs=(ctx.RLock(),))   # one lock for every worker's bars
     try: yield pool
     except BaseException: pool.terminate(); raise                       # SIGTERM: each run ends as a Ctrl-C ends it
     else: pool.close()                                                  # done: workers leave quietly, no SIGTERM

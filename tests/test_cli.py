@@ -55,6 +55,49 @@ def test_the_default_demo_trains_both_twins_in_two_processes_and_the_readme_says
     assert again.returncode == 0, again.stderr
 
 
+
+_TRACKER_HOOK = """import os, multiprocessing.resource_tracker as rt, multiprocessing.util as mu
+def _logged(kind, send):
+    def call(name, rtype):
+        with open(os.environ['SINK_NB_TRACKER_LOG'], 'a') as log:      # _exiting: in the exit handlers
+            log.write(f'{os.getpid()} {kind} {name} {mu._exiting}\\n')
+        return send(name, rtype)
+    return call
+rt.register, rt.unregister = _logged('REG', rt.register), _logged('UNREG', rt.unregister)
+"""
+
+
+def test_the_demo_in_a_terminal_ends_with_its_summary_and_leaves_no_semaphore_to_clean_up_at_exit(tmp_path):
+    "stderr a terminal, as when a user types the command: tqdm bars in the workers, then the summary, then nothing."
+    import pty, threading
+    (tmp_path / 'hook').mkdir(); (tmp_path / 'hook' / 'sitecustomize.py').write_text(_TRACKER_HOOK)
+    env = os.environ | {'PYTHONPATH': os.pathsep.join([str(tmp_path / 'hook'), os.environ.get('PYTHONPATH', '')]),
+                        'SINK_NB_TRACKER_LOG': str(tmp_path / 'tracker.log')}
+    terminal, side = pty.openpty()
+    proc = subprocess.Popen([str(SINK_NB), 'demo', '--steps', '50', '--out', tmp_path / 'demo'], stdout=subprocess.PIPE,
+                            stderr=side, text=True, env=env)
+    os.close(side)
+    err = []                                           # drained as it comes: a full terminal would stop the workers
+    def drain():
+        while True:
+            try: chunk = os.read(terminal, 4096)
+            except OSError: return                         # EIO: every writer (the resource tracker last) has gone
+            if not chunk: return
+            err.append(chunk)
+    reader = threading.Thread(target=drain, daemon=True); reader.start()
+    out, _ = proc.communicate(timeout=600)
+    reader.join(30); os.close(terminal)
+    err = b''.join(err).decode(errors='replace')
+    assert proc.returncode == 0, err[-2000:]
+    assert 'Warning' not in err and 'leaked' not in err, err[-2000:]            # nothing after the summary
+    last = out.splitlines()[-3:]
+    assert [l.split(':')[0] for l in last[:2]] == ['softmax', 'sigmoid'] and last[2].startswith('total '), out
+    log = [l.split() for l in (tmp_path / 'tracker.log').read_text().splitlines()]
+    made = {name: pid for pid, kind, name, _ in log if kind == 'REG'}
+    assert set(made.values()) == {str(proc.pid)}, log                  # only the command's process makes a semaphore
+    freed = {name for _, kind, name, exiting in log if kind == 'UNREG' and exiting == 'False'}
+    assert set(made) <= freed, log                                     # each freed while it runs, none left for exit
+
 def test_prepare_then_train_on_the_shards(tmp_path):
     out = run('prepare', 'sherlock', '--out', tmp_path / 'shards', '--val-docs', '10', '--quiet')
     assert out.returncode == 0, out.stderr
