@@ -1,0 +1,36 @@
+"The README's three examples run as written, after the README's first command (the demo), in a fresh folder."
+import os, re, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent                       # the venv the tests run in stands for the README's .venv
+
+
+def examples() -> tuple[list[str], str]:
+    "The shell lines and the Python block of the README's 'Three examples' section."
+    section = ROOT.joinpath('README.md').read_text().split('## Three examples', 1)[1].split('\n## ', 1)[0]
+    shell = re.search(r'```sh\n(.*?)```', section, re.S).group(1)
+    lines = [l for l in shell.splitlines() if l.strip() and not l.lstrip().startswith('#')]
+    return lines, re.search(r'```python\n(.*?)```', section, re.S).group(1)
+
+
+def run(command:str, cwd:Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f'{BIN}{os.pathsep}{os.environ["PATH"]}')
+    return subprocess.run(command.replace('.venv/bin/', f'{BIN}/'), shell=True, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_the_three_examples_run_as_written(tmp_path):
+    lines, python = examples()
+    assert len(lines) == 2 and 'sink-nb report' in lines[0] and 'sink-nb train' in lines[1], lines
+    demo = run('.venv/bin/sink-nb demo --quiet', tmp_path)                # the README's first command, its last part
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    for line in lines:
+        out = run(line, tmp_path)
+        assert out.returncode == 0, (line, out.stderr[-2000:])
+    report = tmp_path / 'runs' / 'report-softmax'
+    assert (report / 'report.html').read_text().count('<svg') >= 3 and (report / 'report.json').is_file()
+    assert (tmp_path / 'runs' / 'sigmoid-knob' / 'config.yaml').is_file()
+    out = subprocess.run([sys.executable, '-c', python + '\nprint("shown")'],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and 'shown' in out.stdout, out.stderr[-2000:]
