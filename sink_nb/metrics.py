@@ -99,7 +99,7 @@ def sink_rate(
     return rates if k is None else rates[check_int(k, 'k', 1, alpha.shape[-1]) - 1].item()
 
 # %% ../nbs/03_metrics.ipynb #699b18d1
-METRIC_CHUNK_SCORES = 2 ** 20   # 4 MiB chunks: α at T = 4096 adds ~1/40 of eager's memory (bench/metric_memory.py)
+METRIC_CHUNK_SCORES = 2 ** 20   # 4 MiB a chunk or a flash pass: α at T = 4096 adds ~1/40 of eager's memory
 
 # %% ../nbs/03_metrics.ipynb #7a16899f
 _COLUMNS = 'column_sums'
@@ -146,11 +146,11 @@ def flash_passes(q:Tensor, k:Tensor, budget:int=METRIC_CHUNK_SCORES) -> list[tup
 
 def column_sums_from_lse(
     q:Tensor, k:Tensor,            # (B, H, T, d), (B, H_kv, T, d) float32 on CPU
-    lse:Tensor|None=None,          # (B, H, T): each query row's log-sum-exp of its scaled scores; None: a flash forward's
+    lse:Tensor|None=None,          # (B, H, T): each query row's log-sum-exp of its scaled scores; None: computed
     scale:float|None=None, causal:bool=True,
     budget:int=METRIC_CHUNK_SCORES,  # the most floats of q one pass reads; its copies and output are as large
 ) -> Tensor|None:                  # (B, H, T): Σ_i exp(s_ij - lse_i); None where it cannot
-    "Softmax attention's column sums from the rows' log-sum-exp, by the flash kernel over reversed rows, a few heads a pass."
+    "Softmax attention's column sums from the rows' log-sum-exp: flash passes over reversed rows, a few heads each."
     if not _flash_ready(q, k) or (lse is not None and lse.shape != q.shape[:3]): return None
     sums = q.new_empty(q.shape[:3])
     for b, hq, hk in flash_passes(q, k, budget):
