@@ -1,5 +1,6 @@
 """Peak memory and time of the sink metric: the reference method (eager T×T weights + `importance`) versus
-`importance_from_qk` (in chunks of query rows, never T×T), on the same q and k. Each method runs in its own process.
+`importance_from_qk` (never T×T: chunks of query rows, or for softmax in float32 on CPU flash-kernel passes of a few
+heads each, `metrics.flash_passes`), on the same q and k. Each method runs in its own process.
 
     python bench/metric_memory.py                      # T = 512 … 8192, 16 heads, d_h 64, CPU
     python bench/metric_memory.py --T 1024 4096 --device cuda --op sigmoid

@@ -18,10 +18,10 @@ from .checks import check_choice, check_eps, check_finite, check_int, check_tens
 from .head_stats import HEAD_STATISTICS, HeadStat, head_totals, pattern_chunk, select_head_stats
 
 # %% auto #0
-__all__ = ['METRIC_CHUNK_SCORES', 'importance', 'check_alpha', 'sink_rate', 'attention_with_lse', 'column_sums_from_lse',
-           'layer_stats', 'importance_from_qk', 'hidden_norms', 'massive_activation_ratio', 'head_norms',
-           'query_key_alignment', 'representation_entropy', 'first_token_norm_ratio', 'SinkMeter', 'cache_importance',
-           'activation_stats', 'meter_batches']
+__all__ = ['METRIC_CHUNK_SCORES', 'importance', 'check_alpha', 'sink_rate', 'attention_with_lse', 'flash_passes',
+           'column_sums_from_lse', 'layer_stats', 'importance_from_qk', 'hidden_norms', 'massive_activation_ratio',
+           'head_norms', 'query_key_alignment', 'representation_entropy', 'first_token_norm_ratio', 'SinkMeter',
+           'cache_importance', 'activation_stats', 'meter_batches']
 
 # %% ../nbs/03_metrics.ipynb #22b8e39f
 def _valid_queries(mask, lead:tuple, T:int, like:Tensor) -> Tensor|None:
@@ -99,7 +99,7 @@ def sink_rate(
     return rates if k is None else rates[check_int(k, 'k', 1, alpha.shape[-1]) - 1].item()
 
 # %% ../nbs/03_metrics.ipynb #699b18d1
-METRIC_CHUNK_SCORES = 2 ** 20   # 4 MiB chunks: α at T = 4096 adds ~1/40 of eager's memory (bench/metric_memory.py)
+METRIC_CHUNK_SCORES = 2 ** 20   # 4 MiB a chunk or a flash pass: α at T = 4096 adds ~1/40 of eager's memory
 
 # %% ../nbs/03_metrics.ipynb #7a16899f
 _COLUMNS = 'column_sums'
@@ -137,29 +137,47 @@ def attention_with_lse(
     return _FLASH_CPU(q, k.repeat_interleave(G, 1), v.repeat_interleave(G, 1), 0.0, causal and q.shape[2] > 1,
                       scale=scale)
 
+def flash_passes(q:Tensor, k:Tensor, budget:int=METRIC_CHUNK_SCORES) -> list[tuple[int, slice, slice]]:
+    "(sample, query heads, key heads) of each flash pass, so that a pass's queries hold at most `budget` floats."
+    (B, H, T, d), Hkv = q.shape, k.shape[1]
+    n = max(1, budget // (H // Hkv * T * d))                    # key heads per pass, with their H / H_kv query heads
+    return [(b, slice(h * H // Hkv, min(Hkv, h + n) * H // Hkv), slice(h, min(Hkv, h + n)))
+            for b in range(B) for h in range(0, Hkv, n)]
+
 def column_sums_from_lse(
     q:Tensor, k:Tensor,            # (B, H, T, d), (B, H_kv, T, d) float32 on CPU
-    lse:Tensor,                    # (B, H, T): each query row's log-sum-exp of its scaled scores
+    lse:Tensor|None=None,          # (B, H, T): each query row's log-sum-exp of its scaled scores; None: computed
     scale:float|None=None, causal:bool=True,
+    budget:int=METRIC_CHUNK_SCORES,  # the most floats of q one pass reads; its copies and output are as large
 ) -> Tensor|None:                  # (B, H, T): Σ_i exp(s_ij - lse_i); None where it cannot
-    "Softmax attention's column sums from the rows' log-sum-exp, in one pass of the flash kernel over reversed rows."
-    if not _flash_ready(q, k) or lse.shape != q.shape[:3]: return None
+    "Softmax attention's column sums from the rows' log-sum-exp: flash passes over reversed rows, a few heads each."
+    if not _flash_ready(q, k) or (lse is not None and lse.shape != q.shape[:3]): return None
+    sums = q.new_empty(q.shape[:3])
+    for b, hq, hk in flash_passes(q, k, budget):
+        qp, kp = q[b:b + 1, hq], k[b:b + 1, hk]
+        part = _column_sums_pass(qp, kp, attention_with_lse(qp, kp, kp, scale, causal)[1] if lse is None
+                                 else lse[b:b + 1, hq], scale, causal)
+        if part is None: return None
+        sums[b:b + 1, hq] = part
+    return sums
+
+def _column_sums_pass(q:Tensor, k:Tensor, lse:Tensor, scale:float|None, causal:bool) -> Tensor|None:
+    "One transposed pass: the keys attend to the reversed queries, each carrying e^(low - lse_i) in its first value."
     lse = lse.float(); low = lse.amin(-1, keepdim=True)
     if (lse.amax(-1, keepdim=True) - low).max() > _LSE_SPREAD: return None
-    carry = torch.zeros_like(q); carry[..., 0] = torch.exp(low - lse)              # query row i carries e^(low - lse_i)
     order = (lambda x: x.flip(2)) if causal else (lambda x: x)        # reversed, "rows i >= key j" is a causal mask
-    keys = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
-    out, lse_t = _FLASH_CPU(order(keys), order(q), order(carry), 0.0, causal and q.shape[2] > 1, scale=scale)
-    return torch.exp(order(lse_t.unsqueeze(-1))[..., 0] + order(out)[..., 0].log() - low)
+    carry = torch.zeros_like(q); carry[..., 0] = order(torch.exp(low - lse))
+    G = q.shape[1] // k.shape[1]
+    out, lse_t = _FLASH_CPU(order(k if G == 1 else k.repeat_interleave(G, 1)), order(q), carry, 0.0,
+                            causal and q.shape[2] > 1, scale=scale)
+    return order(torch.exp(lse_t + out[..., 0].log() - low))
 
 def _fast_column_sums(rows:QK, lse:Tensor|None) -> Tensor|None:
-    "Column sums of plain softmax rows from their log-sum-exp (given, or from one kernel pass); None where it cannot."
+    "Column sums of plain softmax rows from their log-sum-exp (given, or from the kernel); None where it cannot."
     if rows.op.name != 'softmax' or rows.slot or rows.score_bias or rows.valid is not None or rows.spec.window \
         or rows.spec.prefix: return None
     B, Hkv, G, T, d = rows.q.shape
-    q, k = rows.q.reshape(B, Hkv * G, T, d), rows.k[:, :, 0]
-    if lse is None: lse = (attention_with_lse(q, k, k, rows.scale, rows.spec.causal) or (None, None))[1]
-    return None if lse is None else column_sums_from_lse(q, k, lse, rows.scale, rows.spec.causal)
+    return column_sums_from_lse(rows.q.reshape(B, Hkv * G, T, d), rows.k[:, :, 0], lse, rows.scale, rows.spec.causal)
 
 # %% ../nbs/03_metrics.ipynb #8587ad8d
 def _alpha_of(colsum:Tensor, rows:QK, divisor:str) -> Tensor:
