@@ -449,8 +449,9 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
     if self.path.exists() and not self.path.is_dir(): raise FileExistsError(f"{self.path} is a file, not a folder")
     contents = self._contents()
     if contents and not self.is_run and self._manifest() and not self.foreign():   # a start stopped before its config
-        warnings.warn(f"{self.path} holds only what a run's start wrote before it was stopped ({', '.join(contents[:5])})"
-                      ": starting afresh", stacklevel=3)
+        started = ', '.join(contents[:5])
+        warnings.warn(f"{self.path} holds only what a run's start wrote before it was stopped ({started}): starting "
+                      "afresh", stacklevel=3)
         self._remove_written(); contents = []
     if contents and not (resume and self.is_run):
         what = 'a run' if self.is_run else 'files that are not a run'
