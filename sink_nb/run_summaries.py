@@ -94,16 +94,11 @@ def eviction_columns(cache:int=16, sinks:int=4, policies=('window', 'sinks')) ->
 
 EVICTION_COLUMNS = eviction_columns()
 
-def _cache_of(policy:str, window:int, sinks:int, T:int) -> int:
-    "Keys the cache holds when `policy` first evicts (0: it keeps every key), on sequences of `T` tokens."
-    check_stream_args(policy, window, sinks, T)            # refuses a cache that leaves no predicted position past it
-    return policy_of(policy).cache_size(window, sinks, T) or 0
-
 def eviction_costs(model:SinkLM, ids:torch.Tensor, columns:dict=EVICTION_COLUMNS) -> dict:
     "column -> perplexity under (policy, window, sinks) over dense, on the positions of `ids` (N, T) past the cache."
     T = _token_rows(ids).shape[1]
     for policy, window, sinks in columns.values(): check_stream_args(policy, window, sinks, T, n_positions(model))
-    caches = {c: _cache_of(*spec, T) for c, spec in columns.items()}          # all refused before any is computed
+    caches = {c: policy_of(p).cache_size(w, s, T) or 0 for c, (p, w, s) in columns.items()}   # keys held: 0 keeps all
     dense, out = eviction_nll(model, ids, 'dense'), {}
     for column, (policy, window, sinks) in columns.items():
         nll = dense if not policy_of(policy).evicts else eviction_nll(model, ids, policy, window, sinks)
