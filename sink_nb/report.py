@@ -200,9 +200,6 @@ _CSS = """.sink-report {font-family: system-ui, sans-serif; max-width: 60rem; ma
 .sink-report table {border-collapse: collapse; font-size: .9rem} .sink-report .chart {overflow-x: auto}
 .sink-report td, .sink-report th {border-bottom: 1px solid #ddd; padding: .2rem .6rem; text-align: left}"""
 
-_MEANING = dict(sink='mean α₁ above ε', dormant='a sink whose first value and output are small',
-                local='most attention within the last few keys', broad='none of the above')
-
 def _table(rows, head=None) -> str:
     "An HTML table of escaped cells."
     e = lambda v: html.escape(str(v))
@@ -229,7 +226,7 @@ def report_page(data:dict, svgs:dict[str, str]) -> str:
     for name, svg in svgs.items():
         parts.append(f'<section id="{name}"><div class="chart">{svg}</div>')
         if name == 'heads':
-            rows = [(k, v, _MEANING.get(k, '')) for k, v in heads['counts'].items()]
+            rows = [(k, v, HEAD_LABELS.get(k, '')) for k, v in heads['counts'].items()]
             parts.append(_table(rows, ('label', 'heads', 'meaning')) + f'<p class=subject>{line}</p>')
         parts.append('</section>')
     if heads['labels'] is None: parts.append(f"<p>No head taxonomy: {html.escape(heads['why'])}</p>")

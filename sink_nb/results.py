@@ -186,7 +186,8 @@ def to_frame(self:SinkResult) -> 'pd.DataFrame':
     return df
 
 # %% ../nbs/04_results.ipynb #c95ff214
-HEAD_LABELS = ('sink', 'dormant', 'local', 'broad')
+HEAD_LABELS = dict(sink='mean α₁ above ε', dormant='a sink whose first value and output are small',   # label: meaning
+                   local='most attention within the last few keys', broad='none of the above')
 LABEL_STATS = ('head_v_norm', 'head_out_norm', 'near_share')   # what `heads` reads
 
 @patch
