@@ -60,7 +60,8 @@ def verbatim(name:str):
 
 RENDERERS = {'metric_memory': metric_memory, 'peers_train': peers_train} | {
     n: verbatim(n) for n in ('peers_measure', 'peers_kv', 'peers_explorer', 'long_context', 'measure_vs_reference',
-                             'measure_speed', 'model_speed', 'train_throughput', 'peers_train_profile', 'charts', 'demo_time')}
+                             'measure_speed', 'model_speed', 'train_throughput', 'peers_train_profile', 'charts', 'demo_time',
+                             'report_time')}
 
 
 def rewrite(text:str, results:Path) -> str:

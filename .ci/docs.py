@@ -266,6 +266,7 @@ def build(out:Path, nbdev_exec:bool=False, workers:int=2) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     (out / 'site.css').write_text(CSS + HtmlFormatter(style='default').get_style_defs('.highlight'))
     if site['styles']: shutil.copy(nbs / 'styles.css', out / 'styles.css')
+    if (nbs / 'images').is_dir(): shutil.copytree(nbs / 'images', out / 'images', dirs_exist_ok=True)  # pages' figures
     exporter = _exporter()
     for page, v in done.items():
         try:

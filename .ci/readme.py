@@ -1,7 +1,7 @@
 """Write README.md from nbs/index.ipynb without Quarto (nbdev_readme needs it): markdown cells as they are, code
 cells as fenced python with their saved outputs, nbdev directives honoured (`hide`, `include: false`, `echo: false`,
 `output: false`). `--check` exits 1 when README.md is not what the notebook gives."""
-import json, sys
+import json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,12 +25,17 @@ def output_text(out):
     return ''.join(data.get('text/plain', ''))
 
 
+def _from_root(markdown:str) -> str:
+    "Figure paths of nbs/index.ipynb (relative to nbs/) as the README at the root reads them."
+    return re.sub(r'\]\(images/', '](nbs/images/', markdown)
+
+
 def render(nb_path):
     nb = json.loads(Path(nb_path).read_text())
     parts = []
     for cell in nb['cells']:
         src = ''.join(cell['source'])
-        if cell['cell_type'] == 'markdown': parts.append(src.strip('\n')); continue
+        if cell['cell_type'] == 'markdown': parts.append(_from_root(src.strip('\n'))); continue
         d, body = directives(src)
         if d.get('hide') or d.get('include') == 'false': continue
         if d.get('echo') != 'false' and body: parts.append(f'```python\n{body}\n```')

@@ -485,6 +485,18 @@ def _report_out(model:str) -> Path:
     name = Path(str(model).rstrip('/')).name.removesuffix('.gguf') or 'model'
     return Path(f'sink-report-{name}')
 
+# %% ../nbs/30_cli.ipynb #14a8f41f
+def _print_costs(data:dict):
+    "The report's costs, one line each, as ratios to full precision and to the dense cache."
+    if q := data['quantisation']:
+        print(f"int{q['bits']} Linear inputs, one scale per tensor, {q['n']} samples of T = {q['T']}: perplexity × "
+              + ', '.join(f"{r['ratio']:.3f} with the first token {r['first_token']}" for r in q['rows'][1:]))
+    if e := data['eviction']:
+        print(f"eviction on {e['data']} ({e['T']} tokens), window {e['window']}, sinks {e['sinks']}, over "
+              f"{e['positions']} positions past the window: perplexity × dense: "
+              + ', '.join(f"{p} {v['ratio']:.3f}" for p, v in e['policies'].items() if v['evicts']))
+
+# %% ../nbs/30_cli.ipynb #b09294dd
 def run_report(args) -> dict:
     "The `report` command: measure MODEL once; write report.html and report.json into --out."
     out = args.out or _report_out(args.model)
@@ -494,12 +506,14 @@ def run_report(args) -> dict:
     texts = texts_file(args.texts, 'report') if args.texts else None
     from sink_nb.report import report                                   # here: `sink-nb --help` imports no torch
     try: rep = report(args.model, out, texts, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype, device=args.device,
+                      quantize=args.quantize, evict=args.evict, window=args.window, sinks=args.sinks,
                       progress=not args.quiet)
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb report: {type(e).__name__}: {e}") from None
     heads = rep.data['heads']['counts']
     print(f"sink_nb report: {rep!r}")
     if heads: print('heads: ' + ', '.join(f'{k} {v}' for k, v in heads.items()))
+    _print_costs(rep.data)
     print(f"wrote {out / 'report.html'} and {out / 'report.json'}")
     return rep.data
 
@@ -519,6 +533,11 @@ def _report_parser(sub):
                                                   'the built-in text; not for a run, which has its own probe)')
     r.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32')
     r.add_argument('--device', default='cpu', help='cpu, cuda, cuda:1 or mps (default cpu)')
+    r.add_argument('--quantize', action='store_true', help='also the int8 cost, the first token quantised or kept')
+    r.add_argument('--evict', action='store_true', help='also the cost of each KV eviction policy on one long text')
+    r.add_argument('--window', type=int_at_least(1), help='--evict: keys kept (default 256, on a text of 4 windows; '
+                                                          "a run: its positions / 4, on that many tokens)")
+    r.add_argument('--sinks', type=int_at_least(0), default=4, help='--evict: first keys kept by the sinks policy')
     r.add_argument('--quiet', action='store_true', help='no progress bars')
 
 # %% ../nbs/30_cli.ipynb #29596393

@@ -17,20 +17,22 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .attention import DIVISORS
-from .checks import check_choice, check_eps, check_int, write_text_whole
+from .checks import check_bool, check_choice, check_eps, check_int, write_text_whole
 from .corpora import get_tokenizer
 from .explore import grid_chart, rate_chart, strongest_head, to_svg, token_labels
 from .hf import measure, window_problem
-from .hf_load import check_device, check_length, load_config, load_model, resolve_model
+from .hf_load import check_device, check_length, load_config, load_model, model_probe, resolve_model
 from .metrics import first_token_norm_ratio
 from .model import measure_model
+from .quant import quantisation_table
 from .results import HEAD_LABELS, SinkResult
 from .runs import Run
+from .stream import POLICIES, check_stream_args, long_ids, perplexity_past_window, stream_study
 
 # %% auto #0
 __all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 'head_taxonomy', 'first_token_norms',
-           'strongest_head_alpha', 'report_data', 'subject', 'report_charts', 'chart_svg', 'report_page', 'Report',
-           'check_report_folder', 'report']
+           'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising', 'cost_of_evicting', 'report_charts',
+           'chart_svg', 'report_page', 'Report', 'check_report_folder', 'report']
 
 # %% ../nbs/28_report.ipynb #917d900e
 def package_versions() -> dict:
@@ -42,13 +44,15 @@ def _source_kind(src) -> str:
     "'gguf', 'folder' or 'hub': where a resolved transformers model comes from."
     return 'gguf' if 'gguf_file' in src.kw else 'folder' if Path(src.src).is_dir() else 'hub'
 
-def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool):
-    "A transformers model measured as `sink-nb heads` does: the result, where it came from, and the data's name."
+# %% ../nbs/28_report.ipynb #ecb05e81
+def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool, head:str='base'):
+    """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
+    (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
     src = resolve_model(model)
     config = load_config(src)                                          # T checked before the weights load
     check_length(config, T, False)
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
-    m, tok, name = load_model(src, dtype=dtype, device=device, config=config)
+    m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
                   divisor=divisor)
     kind = _source_kind(src)
@@ -57,7 +61,7 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
                  revision=getattr(config, '_commit_hash', None) if kind == 'hub' else None,
                  path=None if kind == 'hub' else str(Path(src.src, src.kw.get('gguf_file', '')).resolve()))
     data = 'built-in natural text' if texts is None else f'{len(texts)} given texts'
-    return res, where, data + ", packed into samples"
+    return res, where, data + ", packed into samples", (m, tok, config)
 
 # %% ../nbs/28_report.ipynb #bb54c8b5
 def _run_tokens(run:Run, ids:torch.Tensor) -> list:
@@ -68,6 +72,7 @@ def _run_tokens(run:Run, ids:torch.Tensor) -> list:
     rows = ids.tolist()
     return [tok.convert_ids_to_tokens(r) for r in rows] if tok is not None else [[str(i) for i in r] for r in rows]
 
+# %% ../nbs/28_report.ipynb #3c56b041
 def _measure_run(run:Run, T:int|None, n:int, divisor:str, dtype, device):
     "A run's newest good checkpoint measured on its own probe (its first n samples): result, where, the data's name."
     model, step = run.model()
@@ -82,7 +87,7 @@ def _measure_run(run:Run, T:int|None, n:int, divisor:str, dtype, device):
     p = next(model.parameters())
     where = dict(source='run', model=run.path.name, step=step, revision=None, path=str(run.path),
                  dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device))
-    return res, where, "the run's own held-out probe"
+    return res, where, "the run's own held-out probe", (model, ids)
 
 # %% ../nbs/28_report.ipynb #bda2907c
 def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
@@ -131,17 +136,44 @@ def _measured(res:SinkResult, where:dict, data:str, eps:float) -> dict:
 # %% ../nbs/28_report.ipynb #4dce1af9
 REPORT_FORMAT = 'sink_nb.report/1'
 
-def report_data(res:SinkResult, where:dict, data:str, eps:float=0.3) -> dict:
-    "The report's numbers as strict JSON values: what was measured, then each part."
+def report_data(res:SinkResult, where:dict, data:str, eps:float=0.3, quantisation:dict|None=None,
+                eviction:dict|None=None) -> dict:
+    "The report's numbers as strict JSON values: what was measured, then each part (a cost not asked for: null)."
     return _finite(dict(format=REPORT_FORMAT, measured=_measured(res, where, data, eps), **sink_numbers(res, eps),
                         heads=head_taxonomy(res, eps), first_token_norm=first_token_norms(res),
-                        strongest=strongest_head_alpha(res)))
+                        strongest=strongest_head_alpha(res), quantisation=quantisation, eviction=eviction))
 
 def subject(measured:dict) -> str:
     "The model, the data and (for a run) the step of a report's numbers, in one line."
     m = measured
-    step = f" at step {m['step']}" if m.get('step') is not None else ''
-    return f"{m['model']}{step} · {m['data']}, T = {m['T']}, N = {m['N']} · ε = {m['eps']}"
+    return f"{_model_at_step(m)} · {m['data']}, T = {m['T']}, N = {m['N']} · ε = {m['eps']}"
+
+def _model_at_step(measured:dict) -> str:
+    "The model, and the step of a run's checkpoint."
+    return measured['model'] + (f" at step {measured['step']}" if measured.get('step') is not None else '')
+
+# %% ../nbs/28_report.ipynb #6251b9bd
+def cost_of_quantising(model, ids:torch.Tensor, bits:int=8) -> dict:
+    "Perplexity of `ids` in full precision and with each Linear input at `bits` bits per tensor, first token in or out."
+    table = quantisation_table(model, ids, bits=(bits,), granularity=('tensor',), keep_first=(0, 1), targets=('acts',))
+    ids = ids if ids.ndim == 2 else ids[None]
+    rows = [dict(bits=r['bits'], first_token='-' if r['bits'] == 'fp' else 'kept' if r['keep_first'] else 'quantised',
+                 ppl=r['ppl'], ratio=r['ratio']) for r in table.to_dict('records')]
+    return dict(bits=bits, granularity='tensor', targets='acts', T=ids.shape[1], n=ids.shape[0], rows=rows)
+
+# %% ../nbs/28_report.ipynb #a56b1e81
+def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:bool=False,
+                     data:str='given ids') -> dict:
+    "Perplexity past the window of one long sequence under each registered cached eviction policy, on shared positions."
+    T, policies = len(ids), [name for name, p in POLICIES.items() if p.cached]
+    check_stream_args('sinks', window, sinks, T)
+    curves = stream_study(model, ids, window, sinks, policies, progress=progress)
+    past = perplexity_past_window(curves, window)
+    dense = next((past[p] for p in curves if not POLICIES[p].evicts), None)
+    rows = {p: dict(about=POLICIES[p].about, evicts=POLICIES[p].evicts, ppl=past[p],
+                    ratio=past[p] / dense if dense else None) for p in curves}
+    return dict(data=data, T=T, window=window, sinks=sinks, first=past['first'], last=past['last'],
+                positions=past['positions'], policies=rows)
 
 # %% ../nbs/28_report.ipynb #d5bdf3e6
 _FIRST_POSITIONS = 64    # key positions drawn with their tokens: more would not be readable
@@ -167,15 +199,17 @@ def _position_chart(strongest:dict, eps:float) -> alt.Chart:
     return alt.layer(bars, rule).properties(width=max(320, 14 * len(a)), height=160)
 
 # %% ../nbs/28_report.ipynb #d7b67ff9
+_GRID_CELL = 14       # pixels per head in the grids: one tick label per layer, none touching (30 layers: 420 px)
+
 def report_charts(data:dict) -> dict[str, alt.TopLevelMixin]:
     "The report's charts by name, each titled with what it shows and subtitled with the model, data and step."
     m, st, heads = data['measured'], data['strongest'], data['heads']
     alpha1, eps = np.array(data['alpha1'], dtype=float), m['eps']
     charts = {'sink1': (rate_chart(data['sink1_per_layer']), f"Sink₁ per layer (%), ε = {eps}"),
-              'alpha': (grid_chart(alpha1, eps, selected=(st['layer'], st['head'])),
+              'alpha': (grid_chart(alpha1, eps, selected=(st['layer'], st['head']), cell=_GRID_CELL),
                         'mean α₁ of every head (layer × head); dots: above ε; outlined: the strongest')}
     if heads['labels'] is not None:
-        charts['heads'] = (grid_chart(alpha1, eps, labels=np.array(heads['labels'], dtype=object)),
+        charts['heads'] = (grid_chart(alpha1, eps, labels=np.array(heads['labels'], dtype=object), cell=_GRID_CELL),
                            f"head taxonomy ({', '.join(f'{k} {v}' for k, v in heads['counts'].items())})")
     if data['first_token_norm'] is not None:
         charts['norms'] = (_norm_chart(data['first_token_norm']), "first token's norm over the median token's")
@@ -216,6 +250,26 @@ def _what_was_measured(m:dict) -> list:
             ('versions', f"sink_nb {v['sink_nb']}, torch {v['torch']}, transformers {v['transformers']}"),
             ('date', m['date'])]
 
+# %% ../nbs/28_report.ipynb #e91ed174
+def _cost_sections(data:dict, line:str) -> list[str]:
+    "The page's tables of the int8 and eviction costs, where they were measured."
+    parts, q, e = [], data['quantisation'], data['eviction']
+    f = lambda x: '–' if x is None else f'{x:.3f}'
+    if q:
+        rows = [('full precision' if r['bits'] == 'fp' else f"int{r['bits']}, one scale per tensor, first token "
+                 f"{r['first_token']}", f(r['ppl']), f(r['ratio'])) for r in q['rows']]
+        parts.append(f"<section id=quantisation><h2>int{q['bits']} cost</h2>" + _table(rows, ('Linear inputs',
+                     'perplexity', '× full precision')) + f"<p class=subject>{line} · perplexity of the same {q['n']} "
+                     f"samples of T = {q['T']}</p></section>")
+    if e:
+        rows = [(p, v['about'], f(v['ppl']), f(v['ratio'])) for p, v in e['policies'].items()]
+        parts.append(f"<section id=eviction><h2>KV-cache eviction cost</h2>" + _table(rows, ('policy', 'keeps',
+                     'perplexity', '× dense')) + f"<p class=subject>{html.escape(_model_at_step(data['measured']))} · "
+                     f"{html.escape(e['data'])}, {e['T']} tokens, window {e['window']}, sinks {e['sinks']} · "
+                     f"perplexity over positions "
+                     f"{e['first']}–{e['last']} ({e['positions']} of them, the same for every policy)</p></section>")
+    return parts
+
 # %% ../nbs/28_report.ipynb #19ca9b64
 def report_page(data:dict, svgs:dict[str, str]) -> str:
     "The report as one HTML page: what was measured, Sink₁, then each chart; no script, nothing fetched."
@@ -230,6 +284,7 @@ def report_page(data:dict, svgs:dict[str, str]) -> str:
             parts.append(_table(rows, ('label', 'heads', 'meaning')) + f'<p class=subject>{line}</p>')
         parts.append('</section>')
     if heads['labels'] is None: parts.append(f"<p>No head taxonomy: {html.escape(heads['why'])}</p>")
+    parts += _cost_sections(data, line)
     body = '\n'.join(parts)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sink report: '
             f'{html.escape(m["model"])}</title><style>{_CSS}</style></head>\n'
@@ -268,8 +323,8 @@ def save(self:Report, out) -> Path:
     return out
 
 # %% ../nbs/28_report.ipynb #38c073b5
-def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device) -> tuple:
-    "Every argument of `report` checked before anything loads: the run folder (or None), T, n and ε."
+def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, quantize, evict, window, sinks) -> tuple:
+    "Every argument of `report` checked before anything loads: the run folder (or None), T, n, ε and the window."
     if not isinstance(model, (str, Path, Run)) or not str(getattr(model, 'path', model)).strip():
         raise ValueError(f"`model` must be a hub id, a folder, a .gguf file or a run folder, got {model!r}")
     run = model if isinstance(model, Run) else Run(model) if Path(model).is_dir() and Run(model).is_run else None
@@ -278,8 +333,38 @@ def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device) -> 
     if out is not None: check_report_folder(out)
     T = check_int(T, 'T', 2, allow_none=True)
     check_choice(divisor, 'divisor', DIVISORS); check_choice(dtype, 'dtype', (None, 'float32', 'bfloat16', 'float16'))
-    check_device(device)
-    return run, T, check_int(n, 'n', 1), check_eps(eps)
+    check_device(device); check_bool(quantize, 'quantize'); check_bool(evict, 'evict')
+    window, sinks = check_int(window, 'window', 1, allow_none=True), check_int(sinks, 'sinks', 0)
+    if window is None: window = run.config.model.block_size // 4 if run is not None else _WINDOW
+    if evict: check_stream_args('sinks', window, sinks, _eviction_length(run, window))
+    return run, T, check_int(n, 'n', 1), check_eps(eps), window
+
+# %% ../nbs/28_report.ipynb #c6cc5103
+_WINDOW = 256                  # keys an evicting cache keeps, by default, for a transformers model
+
+def _eviction_length(run:Run|None, window:int) -> int:
+    "Tokens of the text streamed for the eviction cost: 4 windows for a model; a run's positions (its trained length)."
+    return 4 * window if run is None else run.config.model.block_size
+
+# %% ../nbs/28_report.ipynb #45593023
+def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict:bool, window:int, sinks:int,
+           bar, progress:bool) -> dict:
+    "The costs asked for, on the measured model: int8 on the measured samples; eviction on one long text."
+    model, costs = loaded[0], dict(quantisation=None, eviction=None)
+    device = next(model.parameters()).device
+    if quantize:
+        bar.set_description('report: int8 cost')
+        ids = loaded[1] if run is not None else model_probe('natural', T, n, loaded[1], loaded[2], texts=texts,
+                                                                 pack=True)[0]
+        costs['quantisation'] = cost_of_quantising(model, ids.to(device)); bar.update()
+    if evict:
+        bar.set_description('report: eviction cost')
+        length = _eviction_length(run, window)
+        ids = long_ids(loaded[1], length) if run is None else run.eval_set().val.flatten()[:length]
+        if len(ids) < length: raise ValueError(f"the run keeps {len(ids)} validation tokens, fewer than {length}")
+        text = 'built-in natural text' if run is None else "the run's held-out validation tokens"
+        costs['eviction'] = cost_of_evicting(model, ids.to(device), window, sinks, progress, text); bar.update()
+    return costs
 
 # %% ../nbs/28_report.ipynb #d413f24f
 def report(
@@ -292,15 +377,24 @@ def report(
     divisor:str='reference',    # α's divisor (`metrics.importance`): the reference's T − j, or the seeing queries
     dtype:str|None=None,        # 'float32', 'bfloat16' or 'float16'; None: float32 on CPU
     device='cpu',               # 'cpu', 'cuda', 'cuda:1' or 'mps'
+    quantize:bool=False,        # also the int8 cost: Linear inputs per tensor, the first token quantised or kept
+    evict:bool=False,           # also the eviction cost: every registered policy on one long text
+    window:int|None=None,       # eviction: keys kept; None: 256 (a text of 4 windows), a run's positions / 4
+    sinks:int=4,                # eviction: first keys a sink-keeping policy keeps
     progress:bool=True,         # a bar over the steps, and the measurement's own
 ) -> Report:
     "Measure `model` once and build its sink report: one offline HTML page and the same numbers as JSON."
-    run, T, n, eps = _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device)
-    bar = tqdm(total=4, desc='report: measuring', disable=not progress)
-    if run is None: res, where, data = _measure_hf(model, texts, T or 256, n, eps, divisor, dtype, device, progress)
-    else: res, where, data = _measure_run(run, T, n, divisor, dtype, device)
-    bar.update(); bar.set_description('report: numbers')
-    numbers = report_data(res, where, data, eps)
+    run, T, n, eps, window = _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, quantize, evict,
+                                                window, sinks)
+    bar = tqdm(total=4 + quantize + evict, desc='report: measuring', disable=not progress)
+    head = 'causal_lm' if quantize or evict else 'base'             # the costs need the LM head; α does not
+    if run is None: res, where, data, loaded = _measure_hf(model, texts, T or 256, n, eps, divisor, dtype, device,
+                                                             progress, head)
+    else: res, where, data, loaded = _measure_run(run, T, n, divisor, dtype, device)
+    bar.update()
+    costs = _costs(run, loaded, texts, res.T, n, quantize, evict, window, sinks, bar, progress)
+    bar.set_description('report: numbers')
+    numbers = report_data(res, where, data, eps, **costs)
     bar.update(); bar.set_description('report: charts')
     svgs = {name: chart_svg(c, name) for name, c in report_charts(numbers).items()}
     bar.update(); bar.set_description('report: page')

@@ -11,10 +11,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from _browser import CHROMIUM, FLAGS, require_browser
+from _browser import CHROMIUM, FLAGS, MEASURE_SVG, chart_problems, require_browser
 
 ROOT = Path(__file__).resolve().parent.parent
-SLACK = 1.0                                                   # px: anti-aliasing may spill a text box by a fraction
 
 # Measured in the page: everything the assertions need, in one round trip per page.
 PAGE_FACTS = r"""() => {
@@ -29,17 +28,7 @@ PAGE_FACTS = r"""() => {
     return new TextDecoder().decode(Uint8Array.from(atob(data), c => c.charCodeAt(0))); };
   const imgs = Array.from(main.querySelectorAll('img')).filter(im => (im.getAttribute('src') || '').startsWith('data:image/svg+xml'));
   const inline = Array.from(main.querySelectorAll('svg')).filter(s => !s.parentElement.closest('svg'));
-  const measure = (svg, i) => {
-    const frame = box(svg.getBoundingClientRect());
-    const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getClientRects().length)
-      .map(t => ({s: t.textContent.trim(), ...box(t.getBoundingClientRect())}));
-    const axes = Array.from(svg.querySelectorAll('g.role-axis-label')).map(g =>
-      Array.from(g.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getClientRects().length)
-        .map(t => ({s: t.textContent.trim(), angle: (t.getAttribute('transform') || '').includes('rotate'),
-                    ...box(t.getBoundingClientRect())})));
-    const empty = Array.from(svg.querySelectorAll('g.role-mark')).filter(g => g.childElementCount === 0).length;
-    return {i, frame, texts, axes, empty};
-  };
+  const measure = MEASURE_SVG;
   const charts = inline.map(measure);
   imgs.forEach((im, j) => {
     const holder = document.createElement('div');
@@ -52,8 +41,10 @@ PAGE_FACTS = r"""() => {
   const maths = Array.from(main.querySelectorAll('math')).map(m => ({block: m.getAttribute('display') === 'block',
                                                                   ...box(m.getBoundingClientRect())}));
   const links = Array.from(main.querySelectorAll('a[href]')).map(a => a.getAttribute('href'));
-  return {prose: prose.innerText, charts, maths, links, src: document.querySelector('footer').innerText};
-}"""
+  const unloaded = Array.from(main.querySelectorAll('img')).filter(im => !im.complete || im.naturalWidth === 0)
+    .map(im => (im.getAttribute('src') || '').slice(0, 80));
+  return {prose: prose.innerText, charts, maths, links, unloaded, src: document.querySelector('footer').innerText};
+}""".replace('MEASURE_SVG', MEASURE_SVG)
 
 
 @pytest.fixture(scope='module')
@@ -73,15 +64,6 @@ def display_formulas(notebook:Path) -> int:
     return sum(len(re.findall(r'\$\$.+?\$\$', re.sub(r'```.*?```|`[^`\n]*`', '', m, flags=re.S), re.S)) for m in md)
 
 
-def _outside(t:dict, frame:dict) -> bool:
-    return t['l'] < frame['l'] - SLACK or t['t'] < frame['t'] - SLACK or t['r'] > frame['r'] + SLACK or t['b'] > frame['b'] + SLACK
-
-
-def _overlap(a:dict, b:dict, gap:float=2.0) -> bool:
-    "Boxes closer than `gap` px (touching labels read as one number: '180200')."
-    return min(a['r'], b['r']) - max(a['l'], b['l']) > -gap and min(a['b'], b['b']) - max(a['t'], b['t']) > -gap
-
-
 def page_problems(facts:dict, page:Path, site:Path, source_url:str) -> list[str]:
     "What is wrong with one rendered page, as sentences naming the page and the element."
     name, bad = page.relative_to(site).as_posix(), []
@@ -91,17 +73,8 @@ def page_problems(facts:dict, page:Path, site:Path, source_url:str) -> list[str]
     want, got = display_formulas(src), sum(m['block'] for m in facts['maths'])
     if got != want: bad.append(f'{name}: {want} display formulas in {src.name}, {got} rendered as MathML')
     bad += [f'{name}: a formula drawn with no size' for m in facts['maths'] if m['w'] < 1 or m['h'] < 1]
-    for c in facts['charts']:
-        f = c['frame']
-        if c.get('empty'): bad.append(f'{name}: chart {c["i"]}: {c["empty"]} mark group(s) draw nothing (a field name Vega misreads?)')
-        for t in c['texts']:
-            if _outside(t, f):
-                bad.append(f'{name}: chart {c["i"]}: text {t["s"]!r} at ({t["l"]:.0f}, {t["t"]:.0f})–({t["r"]:.0f}, {t["b"]:.0f}) '
-                           f'leaves its SVG box ({f["l"]:.0f}, {f["t"]:.0f})–({f["r"]:.0f}, {f["b"]:.0f})')
-        for labels in c['axes']:
-            flat = [t for t in labels if not t['angle']]
-            for a, b in zip(flat, flat[1:]):
-                if _overlap(a, b): bad.append(f'{name}: chart {c["i"]}: tick labels {a["s"]!r} and {b["s"]!r} overlap')
+    bad += chart_problems(name, facts['charts'])
+    bad += [f'{name}: an image that does not load: {src}' for src in facts['unloaded']]
     for href in facts['links']:
         if source_url and href.startswith(source_url): bad.append(f'{name}: link to the unpublished repository: {href}')
         u = urlparse(href)
@@ -144,7 +117,7 @@ def test_page_problems_catches_what_it_claims(tmp_path):
     (tmp_path / 'a.html').write_text('')
     nb = tmp_path / 'x.ipynb'
     frame = dict(l=0, t=0, r=100, b=50, w=100, h=50)
-    facts = dict(prose='see $$x$$ and $\\alpha$', maths=[], links=['missing.html', 'a.html', 'https://github.com/o/r/blob/x'],
+    facts = dict(prose='see $$x$$ and $\\alpha$', maths=[], unloaded=['images/gone.svg'], links=['missing.html', 'a.html', 'https://github.com/o/r/blob/x'],
                  src=f'Built offline from {nb} by .ci/docs.py',
                  charts=[dict(i=0, frame=frame, texts=[dict(s='legend', l=90, t=5, r=120, b=15, w=30, h=10)],
                               axes=[[dict(s='0.1', angle=False, l=10, t=40, r=30, b=48), dict(s='0.2', angle=False, l=25, t=40, r=45, b=48)]],
@@ -152,5 +125,5 @@ def test_page_problems_catches_what_it_claims(tmp_path):
     nb.write_text(json.dumps(dict(cells=[dict(cell_type='markdown', source=['$$x$$'])])))
     bad = page_problems(facts, tmp_path / 'a.html', tmp_path, 'https://github.com/o/r')
     for needle in ('raw display TeX', 'raw inline TeX', '1 display formulas', "'legend'", 'overlap', 'broken link missing.html',
-                   'unpublished repository', 'draw nothing'):
+                   'unpublished repository', 'draw nothing', 'does not load: images/gone.svg'):
         assert any(needle in b for b in bad), (needle, bad)

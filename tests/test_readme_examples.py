@@ -1,9 +1,12 @@
 "The README's three examples run as written, after the README's first command (the demo), in a fresh folder."
-import os, re, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent                       # the venv the tests run in stands for the README's .venv
+
+
+README_TEXT = ROOT.joinpath('README.md').read_text()
 
 
 def examples() -> tuple[list[str], str]:
@@ -25,11 +28,17 @@ def test_the_three_examples_run_as_written(tmp_path):
     assert len(lines) == 2 and 'sink-nb report' in lines[0] and 'sink-nb train' in lines[1], lines
     demo = run('.venv/bin/sink-nb demo --quiet', tmp_path)                # the README's first command, its last part
     assert demo.returncode == 0, demo.stderr[-2000:]
+    shown = ROOT / 'nbs' / 'images' / 'demo_sink_rate.svg'                # the README's chart is this run's, byte for byte
+    assert (tmp_path / 'runs' / 'demo' / 'sink_rate.svg').read_bytes() == shown.read_bytes(), \
+        f'the demo drew another chart than {shown}: copy runs/demo/sink_rate.svg there and check the README numbers'
+    assert '![' in README_TEXT and '](nbs/images/demo_sink_rate.svg)' in README_TEXT
     for line in lines:
         out = run(line, tmp_path)
         assert out.returncode == 0, (line, out.stderr[-2000:])
     report = tmp_path / 'runs' / 'report-softmax'
-    assert (report / 'report.html').read_text().count('<svg') >= 3 and (report / 'report.json').is_file()
+    assert (report / 'report.html').read_text().count('<svg') >= 3
+    costs = json.loads((report / 'report.json').read_text())
+    assert costs['quantisation']['rows'][1]['ratio'] > 0 and costs['eviction']['policies'], costs.keys()
     assert (tmp_path / 'runs' / 'sigmoid-knob' / 'config.yaml').is_file()
     out = subprocess.run([sys.executable, '-c', python + '\nprint("shown")'],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)

