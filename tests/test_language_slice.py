@@ -97,6 +97,7 @@ def test_series_summary_of_the_slice_run(corpus):
     low, main = [t['sink1_low_eps'] for t in run['trajectory']], [t['sink1'] for t in run['trajectory']]
     assert all(a >= b for a, b in zip(low, main)), 'Sink_1 at a lower eps can only count more heads'
     assert [e['step'] for e in run['evaluations']] == [0, 100, 200]
+    assert series['plan']['knobs'] and all(k['paper'] for k in series['plan']['knobs'].values())
 
 
 def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
@@ -105,7 +106,9 @@ def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
     from language_series import KNOBS, SIZES
     from sink_nb.run_configs import load_run_config
     base_model, base_train, _ = load_run_config(SIZES[0])
-    for name, extra in KNOBS.items():
+    for name, knob in KNOBS.items():
+        extra = knob['overrides']
+        assert knob['paper'][0] in ('<', '>') and knob['about'], (name, knob)      # the paper's direction, written down
         model, train, _ = load_run_config(SIZES[0], [*extra, f'name=lang-4x128-{name}'])
         changed = {k for k, v in vars(model).items() if getattr(base_model, k) != v} | \
                   {k for k, v in vars(train).items() if getattr(base_train, k) != v}
