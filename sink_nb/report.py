@@ -45,12 +45,17 @@ def _source_kind(src) -> str:
     return 'gguf' if 'gguf_file' in src.kw else 'folder' if Path(src.src).is_dir() else 'hub'
 
 # %% ../nbs/28_report.ipynb #ecb05e81
-def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool, head:str='base'):
+def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool, head:str='base',
+                evict_length:int|None=None):
     """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
     (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
     src = resolve_model(model)
     config = load_config(src)                                          # T checked before the weights load
     check_length(config, T, False)
+    limit = getattr(config.get_text_config(), 'max_position_embeddings', None)
+    if evict_length and isinstance(limit, int) and evict_length > limit:      # the eviction text, before the weights
+        raise ValueError(f"`window`: the eviction cost streams 4 windows, {evict_length} tokens, beyond the model's "
+                         f"{limit} positions; use window <= {limit // 4}")
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
     m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
@@ -389,7 +394,7 @@ def report(
     bar = tqdm(total=4 + quantize + evict, desc='report: measuring', disable=not progress)
     head = 'causal_lm' if quantize or evict else 'base'             # the costs need the LM head; α does not
     if run is None: res, where, data, loaded = _measure_hf(model, texts, T or 256, n, eps, divisor, dtype, device,
-                                                             progress, head)
+                                                             progress, head, evict and _eviction_length(run, window))
     else: res, where, data, loaded = _measure_run(run, T, n, divisor, dtype, device)
     bar.update()
     costs = _costs(run, loaded, texts, res.T, n, quantize, evict, window, sinks, bar, progress)
