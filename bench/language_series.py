@@ -6,6 +6,7 @@ sizes x three seeds on the debian-docs corpus, resumable, two runs at once with 
     python bench/language_series.py series --out runs/lang --steps 12500   # resumes every run that is there
     python bench/language_series.py status --out runs/lang           # steps, tokens and Sink_1 of every run so far
     python bench/language_series.py knobs --out runs/lang-knobs      # learning rate, weight decay, sigmoid, no BOS
+    python bench/language_series.py stages --out runs/lang --knobs-out runs/lang-knobs   # what is left, stage by stage
 
 The plan (sizes, seeds, schedule, budget and the pilot's rule) is fixed here and in the lang-* configs before any run of
 the series; `experiments/10_sinks_on_language` reads what the runs wrote. Runs are seed-major within a size, smallest
@@ -122,20 +123,43 @@ def staged(jobs:list[dict], until:int|None) -> list[dict]:
     return [dict(j, steps=min(until, j['steps'])) for j in jobs if last_checkpoint(j['out_dir']) < min(until, j['steps'])]
 
 
-def series(args):
-    sizes = args.sizes or SIZES
-    jobs = [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(args.out / f'{c}-seed{s}'),
-                 overrides=corpus_overrides(args.corpus, args.data_dir)) for c in sizes for s in SERIES_SEEDS]
-    run_jobs(staged(jobs, args.until), args.jobs)
+def series_jobs(args, out:Path) -> list[dict]:
+    "Every series run in `out`, to --steps, smallest size first and seed-major within a size."
+    return [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(out / f'{c}-seed{s}'),
+                 overrides=corpus_overrides(args.corpus, args.data_dir))
+            for c in args.sizes or SIZES for s in SERIES_SEEDS]
+
+
+def knob_jobs(args, out:Path) -> list[dict]:
+    "Every knob variant of lang-4x128 on the series' seeds in `out`, to KNOB_STEPS."
+    return [dict(config=SIZES[0], seed=s, steps=KNOB_STEPS, threads=1, out_dir=str(out / f'{name}-seed{s}'),
+                 overrides=[*corpus_overrides(args.corpus, args.data_dir), *knob['overrides'],
+                            f'name=lang-4x128-{name}'])
+            for s in SERIES_SEEDS for name, knob in KNOBS.items()]
+
+
+def series(args): run_jobs(staged(series_jobs(args, args.out), args.until), args.jobs)
 
 
 def knobs(args):
     "Train every knob variant of lang-4x128 on the series' seeds (resumable), two at a time."
-    jobs = [dict(config=SIZES[0], seed=s, steps=KNOB_STEPS, threads=1, out_dir=str(args.out / f'{name}-seed{s}'),
-                 overrides=[*corpus_overrides(args.corpus, args.data_dir), *knob['overrides'],
-                            f'name=lang-4x128-{name}'])
-            for s in SERIES_SEEDS for name, knob in KNOBS.items()]
-    run_jobs(staged(jobs, args.until), args.jobs)
+    run_jobs(staged(knob_jobs(args, args.out), args.until), args.jobs)
+
+
+def stage_plan(args) -> list[tuple[str, list[dict]]]:
+    """The plan's three stages in their fixed order, each leaving out what is already done: (1) every series run to
+    KNOB_STEPS, (2) the knobs (in --knobs-out), (3) every series run to --steps."""
+    return [('1: series to step %d' % KNOB_STEPS, staged(series_jobs(args, args.out), KNOB_STEPS)),
+            ('2: knobs', staged(knob_jobs(args, args.knobs_out), KNOB_STEPS)),
+            ('3: series to step %d' % args.steps, staged(series_jobs(args, args.out), args.steps))]
+
+
+def stages(args):
+    "Run what is left of the three stages, in order, so that one command carries the plan from session to session."
+    if args.knobs_out is None: raise SystemExit('stages: give --knobs-out, the folder of the knob runs')
+    for name, jobs in stage_plan(args):
+        print(f"stage {name}: {len(jobs)} runs to go", flush=True)
+        run_jobs(jobs, args.jobs)
 
 
 def status(args):
@@ -210,7 +234,7 @@ def summarize(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('what', choices=('pilot', 'series', 'knobs', 'status', 'summarize'))
+    p.add_argument('what', choices=('pilot', 'series', 'knobs', 'stages', 'status', 'summarize'))
     p.add_argument('--out', type=Path, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
@@ -218,11 +242,12 @@ def main(argv=None):
     p.add_argument('--until', type=int, help='train every run only to this step for now (a stage; resumed later)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
     p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each')
+    p.add_argument('--knobs-out', type=Path, help='stages: folder of the knob runs')
     p.add_argument('--json', help='pilot, summarize: write the result here')
     p.add_argument('--quiet', action='store_true')
     args = p.parse_args(argv)
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    dict(pilot=pilot, series=series, knobs=knobs, status=status, summarize=summarize)[args.what](args)
+    dict(pilot=pilot, series=series, knobs=knobs, stages=stages, status=status, summarize=summarize)[args.what](args)
 
 
 if __name__ == '__main__':

@@ -114,3 +114,24 @@ def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
                   {k for k, v in vars(train).items() if getattr(base_train, k) != v}
         named = {o.split('=')[0] for o in extra} | {'name'}
         assert changed and changed <= named, (name, changed, named)
+
+
+def test_the_stages_run_in_the_plans_order_and_leave_out_what_is_done(tmp_path, monkeypatch):
+    "bench/language_series.py stages: series to the knob step, the knobs, the series to the budget; done runs skipped."
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+    import argparse
+    from language_series import KNOB_STEPS, KNOBS, SERIES_SEEDS, SIZES, stage_plan
+    args = argparse.Namespace(out=tmp_path / 'lang', knobs_out=tmp_path / 'knobs', corpus=None, data_dir=None,
+                              steps=12500, sizes=None)
+    plan = stage_plan(args)
+    assert [name.split(':')[0] for name, _ in plan] == ['1', '2', '3']
+    (one, two, three) = (jobs for _, jobs in plan)
+    assert len(one) == len(three) == len(SIZES) * len(SERIES_SEEDS) and len(two) == len(KNOBS) * len(SERIES_SEEDS)
+    assert {j['steps'] for j in one} == {j['steps'] for j in two} == {KNOB_STEPS} and {j['steps'] for j in three} == {12500}
+    assert [j['config'] for j in one][:len(SERIES_SEEDS)] == [SIZES[0]] * len(SERIES_SEEDS)     # smallest size first
+    assert all(Path(j['out_dir']).parent == tmp_path / 'knobs' for j in two)
+    import language_series
+    done = Path(one[0]['out_dir'])                          # a run at the knob step: out of stage 1, still in stage 3
+    monkeypatch.setattr(language_series, 'last_checkpoint', lambda out_dir: KNOB_STEPS if Path(out_dir) == done else 0)
+    plan = stage_plan(args)
+    assert str(done) not in [j['out_dir'] for j in plan[0][1]] and str(done) in [j['out_dir'] for j in plan[2][1]]
