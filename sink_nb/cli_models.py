@@ -339,10 +339,9 @@ def _run_tokens(args):
     if args.T > cfg.model.block_size:
         raise ValueError(f"`T` = {args.T} is beyond the model's {cfg.model.block_size} positions; use T <= "
                          f"{cfg.model.block_size}")
-    ids = run.eval_set().val.flatten()                                  # the validation rows, one after another
-    if len(ids) < args.T: raise ValueError(f"the run keeps {len(ids)} validation tokens; use T <= {len(ids)}")
+    ids = run.validation_tokens(args.T)
     print(f"{run.path}: checkpoint step {step}, {args.T} tokens of its validation data")
-    return model, ids[:args.T]
+    return model, ids
 
 def _stream_inputs(args):
     "(model, token ids) for a transformers model on built-in text, or for a run folder on its validation data."

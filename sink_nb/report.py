@@ -27,12 +27,12 @@ from .model import measure_model
 from .quant import quantisation_table
 from .results import HEAD_LABELS, SinkResult
 from .runs import Run
-from .stream import POLICIES, check_stream_args, long_ids, perplexity_past_window, stream_study
+from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
 
 # %% auto #0
 __all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 'head_taxonomy', 'first_token_norms',
-           'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising', 'cost_of_evicting', 'report_charts',
-           'chart_svg', 'report_page', 'Report', 'check_report_folder', 'report']
+           'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising', 'cached_policies',
+           'cost_of_evicting', 'report_charts', 'chart_svg', 'report_page', 'Report', 'check_report_folder', 'report']
 
 # %% ../nbs/28_report.ipynb #917d900e
 def package_versions() -> dict:
@@ -167,17 +167,19 @@ def cost_of_quantising(model, ids:torch.Tensor, bits:int=8) -> dict:
     return dict(bits=bits, granularity='tensor', targets='acts', T=ids.shape[1], n=ids.shape[0], rows=rows)
 
 # %% ../nbs/28_report.ipynb #a56b1e81
+def cached_policies() -> list[str]:
+    "The registered eviction policies that stream through a KV cache: those the report measures."
+    return [name for name, p in POLICIES.items() if p.cached]
+
 def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:bool=False,
                      data:str='given ids') -> dict:
     "Perplexity past the window of one long sequence under each registered cached eviction policy, on shared positions."
-    T, policies = len(ids), [name for name, p in POLICIES.items() if p.cached]
-    check_stream_args('sinks', window, sinks, T)
-    curves = stream_study(model, ids, window, sinks, policies, progress=progress)
+    curves = stream_study(model, ids, window, sinks, cached_policies(), progress=progress)     # checks the arguments
     past = perplexity_past_window(curves, window)
     dense = next((past[p] for p in curves if not POLICIES[p].evicts), None)
     rows = {p: dict(about=POLICIES[p].about, evicts=POLICIES[p].evicts, ppl=past[p],
                     ratio=past[p] / dense if dense else None) for p in curves}
-    return dict(data=data, T=T, window=window, sinks=sinks, first=past['first'], last=past['last'],
+    return dict(data=data, T=len(ids), window=window, sinks=sinks, first=past['first'], last=past['last'],
                 positions=past['positions'], policies=rows)
 
 # %% ../nbs/28_report.ipynb #d5bdf3e6
@@ -341,7 +343,7 @@ def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, qua
     check_device(device); check_bool(quantize, 'quantize'); check_bool(evict, 'evict')
     window, sinks = check_int(window, 'window', 1, allow_none=True), check_int(sinks, 'sinks', 0)
     if window is None: window = run.config.model.block_size // 4 if run is not None else _WINDOW
-    if evict: check_stream_args('sinks', window, sinks, _eviction_length(run, window))
+    if evict: check_study_args(_eviction_length(run, window), window, sinks, cached_policies())
     return run, T, check_int(n, 'n', 1), check_eps(eps), window
 
 # %% ../nbs/28_report.ipynb #c6cc5103
@@ -365,8 +367,7 @@ def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict
     if evict:
         bar.set_description('report: eviction cost')
         length = _eviction_length(run, window)
-        ids = long_ids(loaded[1], length) if run is None else run.eval_set().val.flatten()[:length]
-        if len(ids) < length: raise ValueError(f"the run keeps {len(ids)} validation tokens, fewer than {length}")
+        ids = long_ids(loaded[1], length) if run is None else run.validation_tokens(length)
         text = 'built-in natural text' if run is None else "the run's held-out validation tokens"
         costs['eviction'] = cost_of_evicting(model, ids.to(device), window, sinks, progress, text); bar.update()
     return costs

@@ -337,6 +337,15 @@ def _check_drawn_for(self:Run, stamp, path:Path):
         raise ValueError(f"{path} was drawn for other settings than the run's ({wrong}): the data of another run, "
                          f"or {self.CONFIG} edited since")
 
+# %% ../nbs/11_runs.ipynb #b8165ba8
+@patch
+def validation_tokens(self:Run, T:int) -> Tensor:
+    "The first T tokens of the run's validation rows, one after another (long text for streaming); an error if fewer."
+    ids = self.eval_set().val.flatten()
+    if len(ids) < T:
+        raise ValueError(f"{self.path} keeps {len(ids)} validation tokens, fewer than {T}; use T <= {len(ids)}")
+    return ids[:T]
+
 # %% ../nbs/11_runs.ipynb #f4dac351
 @patch
 def result(self:Run, step:int|None=None) -> SinkResult:
