@@ -50,6 +50,53 @@ def peers_train(results:Path) -> str:
     return '\n'.join(lines)
 
 
+def gpu(results:Path) -> str:
+    "The one GPU session's figures, from bench/results/gpu/ (`bash .ci/gpu` on a lent machine): one row per check."
+    g = results / 'gpu'
+    machine = (g / 'machine.txt').read_text().splitlines()[0]
+    tp = json.loads((g / 'train_throughput.json').read_text())
+    peers = json.loads((g / 'peers_train.json').read_text())['rows'][0]
+    checks = json.loads((g / 'gpu_checks.json').read_text())
+    errs = [r['max_abs_err'] for r in checks['parity'] if 'max_abs_err' in r]
+    long_row = next(l.split() for l in (g / 'measure_long.txt').read_text().splitlines() if l.strip().startswith('8192'))
+    train = [l.split(',') for l in (g / 'train_60m_metrics.csv').read_text().splitlines()[1:]]
+    cells = (g / 'cuda_cells.txt').read_text()
+    t, a = peers['tokens_per_s'], tp['args']
+    same = all(len({r['max_abs_err'] for r in checks['parity'] if r['case'] == c and 'max_abs_err' in r}) == 1
+               for c in {r['case'] for r in checks['parity']})
+    rows = [f"| each attention backend in bf16 against eager in fp32, T 256, 6 settings | max \\|Δ\\| {min(errs):.4f}–"
+            f"{max(errs):.4f} over {len(errs)} backend × setting pairs"
+            + ("; within a setting every backend, eager in bf16 too, gives the same \\|Δ\\|: bf16's rounding" if same else '')
+            + "; flash skipped (not installed) | `gpu_checks.json` |",
+            f"| compiled 60M forward | {checks['compile_graphs']['graphs']} graph, {checks['compile_graphs']['breaks']} "
+            "breaks; the bf16 + compile vs fp32 training runs did not finish in the 90 s limit | `gpu_checks.json` |"]
+    rows += [f"| `train()` 60M, bf16 + compile, {r['backend']}, {a['batch']} × {a['T']}, steps 3–{a['steps']} | "
+             f"{r['tokens_per_s']:,.0f} tokens/s, MFU {100 * r['mfu']:.1f} % of 989 TFLOP/s (goal ≥ 40 %) | "
+             "`train_throughput.json` |" for r in tp['rows']]
+    rows.append(f"| one AdamW step, 60M, bf16 + compile, 8 × 2048 | sink_nb {t['sink_nb']:,.0f}, transformers "
+                f"{t['transformers']:,.0f}, litgpt {t['litgpt']:,.0f} tokens/s: {t['sink_nb'] / t['transformers']:.2f}× "
+                f"transformers, {t['sink_nb'] / t['litgpt']:.2f}× litgpt | `peers_train.json` |")
+    rows.append(f"| `hf.measure_ids`, SmolLM2-135M's shape (random weights), bf16, T 8,192 | {long_row[2]} s against "
+                f"{long_row[1]} s for the forward ({long_row[3]}); {long_row[11]} GiB added at peak against "
+                f"{long_row[13]} GiB of eager maps; T 32,768 did not finish in the 60–80 s limit | `measure_long.txt` |")
+    rows.append(f"| `sink-nb train --config 60m-default`, {train[-1][0]} steps × 32 × 2048 on 3.2M tokens of the "
+                f"language corpus | val loss {float(train[0][4]):.3f} → {float(train[-1][4]):.3f}, Sink₁ "
+                f"{float(train[-1][6]):.1f} % | `train_60m_metrics.csv` |")
+    rows.append("| `torchrun --nproc_per_node 1`: an NCCL all-reduce, and `sink-nb train` | both ran (one process: "
+                "no DDP wrapper) | `torchrun.txt` |")
+    rows.append("| the notebooks' cells flagged cuda | " + ', '.join(f"{nb}: {how}" for nb, how in _cells(cells))
+                + " | `cuda_cells.txt` |")
+    return '\n'.join([f"{machine}; `bash .ci/gpu` (two calls), files in `bench/results/gpu/`:", '',
+                      '| check | result | file |', '|---|---|---|', *rows])
+
+
+def _cells(text:str) -> list[tuple[str, str]]:
+    "(notebook, what happened) per notebook in cuda_cells.txt: nbdev's Success, its list of failures, or neither."
+    parts = text.split('#| cuda cells of ')[1:]
+    how = lambda p: 'passed' if 'Success.' in p else 'failed' if 'Tests Failed' in p else 'stopped by its time limit'
+    return [(p.splitlines()[0].split('/')[-1], how(p)) for p in parts]
+
+
 def verbatim(name:str):
     "A results text file as it is: its own header lines say what was run, on what, with which command."
     def render(results:Path) -> str:
@@ -58,7 +105,7 @@ def verbatim(name:str):
     return render
 
 
-RENDERERS = {'metric_memory': metric_memory, 'peers_train': peers_train} | {
+RENDERERS = {'metric_memory': metric_memory, 'peers_train': peers_train, 'gpu': gpu} | {
     n: verbatim(n) for n in ('peers_measure', 'peers_kv', 'peers_explorer', 'long_context', 'measure_vs_reference',
                              'measure_speed', 'model_speed', 'train_throughput', 'peers_train_profile', 'charts', 'demo_time',
                              'report_time')}

@@ -2,6 +2,8 @@
 
     python bench/measure_speed.py                      # SmolLM2-135M-Instruct (GGUF), fp32, T = 2048 4096 8192, CPU
     python bench/measure_speed.py --model tiny --T 64 128 --out /tmp/ms.txt     # the tiny config-built Llama (the test)
+    python bench/measure_speed.py --model smollm2-shape --device cuda --dtype bfloat16 --sample random --T 8192 32768
+                                  # on a GPU: SmolLM2-135M's shape, random weights and ids; adds CUDA peak memory
 
 For each T one natural sample (the built-in passages, packed; as `hf.measure` draws it) goes through the base model
 three ways, in this order, each timed once after a warm-up at T = 16 (`--repeat` keeps the fastest of several):
@@ -28,12 +30,24 @@ from measure_vs_reference import resolve                           # 'tiny', 'sm
 HERE = Path(__file__).resolve().parent
 
 
+def sync():
+    if torch.cuda.is_available(): torch.cuda.synchronize()
+
+
 def timed(f, repeat):
-    "The fastest wall time of `repeat` calls of f, and the last result."
+    "The fastest wall time of `repeat` calls of f (the GPU's queue drained before and after), and the last result."
     best = float('inf')
     for _ in range(repeat):
-        t0 = time.perf_counter(); out = f(); best = min(best, time.perf_counter() - t0)
+        sync(); t0 = time.perf_counter(); out = f(); sync(); best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def peak_added(f) -> int|None:
+    "Bytes of CUDA memory one call of f adds at its peak over what was allocated before it (None on CPU)."
+    if not torch.cuda.is_available(): return None
+    sync(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
+    f(); sync()
+    return torch.cuda.max_memory_allocated() - base
 
 
 def float64_alpha(model, ids, layers):
@@ -48,12 +62,20 @@ def float64_alpha(model, ids, layers):
                                            cache[f'blocks.{l}.attn.hook_k'].double(), **options[l])[0] for l in layers])
 
 
-def row(model, tok, T, repeat):
-    "Forward, measure and walk at one T: seconds, ratios, and each α against float64 and against the other."
-    from sink_nb import hf
+def sample(model, tok, T, kind):
+    "One (1, T) sample: the built-in passages packed ('natural'), or token ids drawn uniformly with seed 0 ('random')."
     from sink_nb.hf_load import model_probe
+    if kind == 'random':
+        return torch.randint(0, model.config.vocab_size, (1, T), generator=torch.Generator().manual_seed(0))
     ids, info = model_probe('natural', T, 1, tok, model.config, pack=True)
     if len(ids) < 1: raise SystemExit(f"T={T}: the built-in passages give no sample this long")
+    return ids
+
+
+def row(model, tok, T, repeat, kind='natural'):
+    "Forward, measure and walk at one T: seconds, ratios, and each α against float64 and against the other."
+    from sink_nb import hf
+    ids = sample(model, tok, T, kind).to(model.device)
     forward_s = measure_s = float('inf')
     for _ in range(repeat):                                      # alternated, so both see the same machine
         with torch.inference_mode():
@@ -61,19 +83,28 @@ def row(model, tok, T, repeat):
         t, (alpha, _, route, _) = timed(lambda: hf.measure_ids(model, ids), 1); measure_s = min(measure_s, t)
     walk_s, (walked, _, _, _) = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)), 1)
     L = alpha.shape[1]; layers = sorted({0, L // 2, L - 1})
+    with torch.inference_mode(): forward_bytes = peak_added(lambda: model(input_ids=ids, use_cache=False))
+    measure_bytes = peak_added(lambda: hf.measure_ids(model, ids))
+    H = model.config.num_attention_heads
     exact = float64_alpha(model, ids, layers)
-    off = lambda a: (a[0, layers].double() - exact).abs().max().item()
+    off = lambda a: (a[0, layers].double().cpu() - exact.cpu()).abs().max().item()
     return dict(T=T, forward_s=forward_s, measure_s=measure_s, walk_s=walk_s, ratio=measure_s / forward_s,
-                walk_ratio=walk_s / forward_s, max_delta=(alpha - walked).abs().max().item(), measure_vs_f64=off(alpha),
-                walk_vs_f64=off(walked), f64_layers=layers, route=route,
+                walk_ratio=walk_s / forward_s, max_delta=(alpha.cpu() - walked.cpu()).abs().max().item(), measure_vs_f64=off(alpha),
+                walk_vs_f64=off(walked), f64_layers=layers, route=route, forward_bytes=forward_bytes,
+                measure_bytes=measure_bytes, eager_maps_bytes=L * H * T * T * 4,
                 sink1=100 * (alpha[..., 0] > 0.3).double().mean().item())
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--model', default='smollm2', help="hub id, folder, .gguf file, 'tiny' or 'smollm2'")
+    p.add_argument('--model', default='smollm2', help="hub id, folder, .gguf file, 'tiny', 'smollm2' or 'smollm2-shape' (random weights)")
     p.add_argument('--T', type=int, nargs='+', default=[2048, 4096, 8192])
     p.add_argument('--repeat', type=int, default=1, help='timed calls of each kind; the fastest is kept')
+    p.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
+    p.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+    p.add_argument('--sample', default='natural', choices=('natural', 'random'),
+                   help="'random': seeded uniform token ids, for T past the built-in text or the model's positions "
+                        "(times and memory only: a random model's α means nothing)")
     p.add_argument('--out', type=Path, help='write the table and the command here (default '
                    'bench/results/measure_speed_cpu.txt)')
     p.add_argument('--json', type=Path, help='also write the rows here')
@@ -83,35 +114,44 @@ def main(argv=None):
     from sink_nb.hf_load import load_model
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
     command = 'python bench/measure_speed.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
-    model, tok, _ = load_model(resolve(args.model), dtype='float32', device='cpu')
+    model, tok, _ = load_model(resolve(args.model), dtype=args.dtype, device=args.device)
     model.set_attn_implementation('sdpa')
     lines = []
     def say(s=''): print(s, flush=True); lines.append(s)
-    say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, fp32, CPU ({os.cpu_count()} cores, "
-        f"{torch.get_num_threads()} torch threads), torch {torch.__version__}, transformers {transformers.__version__}")
+    where = torch.cuda.get_device_name() if args.device == 'cuda' else \
+        f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, {args.dtype}, {where}, torch {torch.__version__}, "
+        f"transformers {transformers.__version__}")
     header = (f"{'T':>5}  {'forward s':>9}  {'measure s':>9}  {'measure/fwd':>11}  {'walk s':>8}  {'walk/fwd':>8}  "
-              f"{'|Δα| m-f64':>10}  {'|Δα| w-f64':>10}  {'|Δα| m-w':>9}  {'Sink_1':>6}  route")
+              f"{'|Δα| m-f64':>10}  {'|Δα| w-f64':>10}  {'|Δα| m-w':>9}  {'Sink_1':>6}  route"
+              + ("  fwd GiB  measure GiB  eager maps GiB" if args.device == 'cuda' else ''))
     say(header); say('-' * len(header))
     load0, rows = os.getloadavg()[0], []
+    out_file = args.out or HERE / 'results' / 'measure_speed_cpu.txt'
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    def save(tail):       # after every row too: a run stopped at its time limit keeps the rows it finished
+        out_file.write_text('\n'.join(lines + tail) + '\n')
+        if args.json: args.json.write_text(json.dumps(dict(model=args.model, rows=rows, finished=not tail), indent=1))
     from sink_nb import hf
-    hf.measure_ids(model, model_probe_ids(tok, model))                                   # warm-up at T = 16
+    hf.measure_ids(model, model_probe_ids(tok, model).to(model.device))                   # warm-up at T = 16
     for T in args.T:
-        r = row(model, tok, T, args.repeat); rows.append(r)
+        r = row(model, tok, T, args.repeat, args.sample); rows.append(r)
         say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {r['walk_s']:>8.2f}  "
             f"{r['walk_ratio']:>7.2f}x  {r['measure_vs_f64']:>10.1e}  {r['walk_vs_f64']:>10.1e}  {r['max_delta']:>9.1e}  "
-            f"{r['sink1']:>6.2f}  {r['route']}")
+            f"{r['sink1']:>6.2f}  {r['route']}" + (f"  {r['forward_bytes'] / 2**30:>7.2f}  {r['measure_bytes'] / 2**30:>11.2f}  "
+                                                 f"{r['eager_maps_bytes'] / 2**30:>14.1f}" if args.device == 'cuda' else ''))
+        save([f"unfinished: the rows up to T = {T} of T = {' '.join(map(str, args.T))}", f"command: {command}"])
     say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
         "walk: the same with a head statistic, so α comes from the chunk walk (run once). forward and measure: the "
         f"fastest of {args.repeat}, alternated. |Δα| m-f64 and w-f64: measure's and the walk's α against float64 on "
         f"layers {rows[0]['f64_layers'] if rows else '?'}; m-w: the two against each other on every layer. Sink_1 at "
-        "ε = 0.3 on this one sample.")
+        "ε = 0.3 on this one sample." + (" GiB: CUDA memory each call adds at its peak over the loaded model; eager "
+        "maps: the L·H·T²·4 bytes of one sample's fp32 attention maps, which eager attention with output_attentions "
+        "keeps." if args.device == 'cuda' else ''))
     say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}")
     for n in args.note: say(n)
     say(f"command: {command}")
-    out_file = args.out or HERE / 'results' / 'measure_speed_cpu.txt'
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text('\n'.join(lines) + '\n')
-    if args.json: args.json.write_text(json.dumps(dict(model=args.model, rows=rows), indent=1))
+    save([])
     return rows
 
 

