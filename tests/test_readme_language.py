@@ -1,0 +1,28 @@
+"The README's sentence about language states what experiment 10's saved series gives, number for number."
+import json, re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERIES = ROOT / 'nbs' / 'experiments' / 'results' / 'language_series_cpu.json'
+
+
+def onsets_and_values(config:str, millions:str, threshold:float=10.0) -> tuple[list[int|None], list[float]]:
+    """Per seed of `config`: the first checkpoint's tokens with Sink₁ ≥ threshold (None: none yet), and Sink₁ at the
+    checkpoint whose tokens read `millions` (as '32.8')."""
+    runs = sorted((r for r in json.loads(SERIES.read_text())['runs'] if r['config'] == config), key=lambda r: r['seed'])
+    onsets = [next((t['tokens'] for t in r['trajectory'] if t['sink1'] >= threshold), None) for r in runs]
+    values = [next(t['sink1'] for t in r['trajectory'] if f"{t['tokens'] / 1e6:.1f}" == millions) for r in runs]
+    return onsets, values
+
+
+def test_the_readme_states_lang_4x128s_onsets_and_sink_at_32_8m_tokens():
+    readme = (ROOT / 'README.md').read_text()
+    m = re.search(r'passes Sink₁ 10 % in (\d+) of (\d+) seeds by ([\d.]+)M tokens \(at ([^)]*)\) and stands at ([^%]*) % '
+                  r'after ([\d.]+)M', readme)
+    assert m, 'the README has no sentence on lang-4x128'
+    onsets, values = onsets_and_values('lang-4x128', m[6])
+    reached = [o for o in onsets if o is not None]
+    assert (int(m[1]), int(m[2])) == (len(reached), len(onsets))
+    assert m[3] == f'{max(reached) / 1e6:.1f}'
+    assert m[4] == ', '.join(f'{o / 1e6:.1f}M' for o in reached[:-1]) + f' and {reached[-1] / 1e6:.1f}M'
+    assert m[5] == ', '.join(f'{v:.1f}' for v in values[:-1]) + f' and {values[-1]:.1f}'
