@@ -103,6 +103,8 @@ def main(argv=None):
     p.add_argument('--repeat', type=int, default=1, help='timed calls of each kind; the fastest is kept')
     p.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     p.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+    p.add_argument('--chunk-scores-log2', type=int, metavar='E',
+                   help='scores a chunk of the metric holds, 2^E (default: metrics.METRIC_CHUNK_SCORES, sized for a CPU)')
     p.add_argument('--timing-only', type=int, nargs='*', default=[], metavar='T',
                    help='at these T: forward and measure alone, without the walk and the float64 check')
     p.add_argument('--sample', default='natural', choices=('natural', 'random'),
@@ -119,12 +121,14 @@ def main(argv=None):
     command = 'python bench/measure_speed.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
     model, tok, _ = load_model(resolve(args.model), dtype=args.dtype, device=args.device)
     model.set_attn_implementation('sdpa')
+    from sink_nb import metrics
+    if args.chunk_scores_log2 is not None: metrics.METRIC_CHUNK_SCORES = 2 ** args.chunk_scores_log2   # read at each call
     lines = []
     def say(s=''): print(s, flush=True); lines.append(s)
     where = torch.cuda.get_device_name() if args.device == 'cuda' else \
         f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
     say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, {args.dtype}, {where}, torch {torch.__version__}, "
-        f"transformers {transformers.__version__}")
+        f"transformers {transformers.__version__}, metric chunks of 2^{metrics.METRIC_CHUNK_SCORES.bit_length() - 1} scores")
     header = (f"{'T':>5}  {'forward s':>9}  {'measure s':>9}  {'measure/fwd':>11}  {'walk s':>8}  {'walk/fwd':>8}  "
               f"{'|Δα| m-f64':>10}  {'|Δα| w-f64':>10}  {'|Δα| m-w':>9}  {'Sink_1':>6}  route"
               + ("  fwd GiB  measure GiB  eager maps GiB" if args.device == 'cuda' else ''))

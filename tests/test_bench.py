@@ -79,12 +79,14 @@ def test_measure_speed_small(tmp_path):
 def test_measure_speed_keeps_the_rows_it_finished(tmp_path):
     "A run that stops part-way (here: a T the built-in text cannot fill) leaves its finished rows, marked unfinished."
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'tiny', '--T', '64',
-                          '10000000', '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')],
+                          '10000000', '--chunk-scores-log2', '10', '--out', str(tmp_path / 'ms.txt'),
+                          '--json', str(tmp_path / 'rows.json')],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode != 0 and 'no text has T=10000000 tokens' in out.stderr
     saved = json.loads((tmp_path / 'rows.json').read_text())
     assert [r['T'] for r in saved['rows']] == [64] and saved['finished'] is False
-    assert 'unfinished: the rows up to T = 64 of T = 64 10000000' in (tmp_path / 'ms.txt').read_text()
+    text = (tmp_path / 'ms.txt').read_text()
+    assert 'unfinished: the rows up to T = 64 of T = 64 10000000' in text and 'metric chunks of 2^10 scores' in text
 
 
 def test_measure_speed_on_smollm2s_shape_with_random_ids(tmp_path):
