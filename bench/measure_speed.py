@@ -91,9 +91,10 @@ def row(model, tok, T, repeat, kind='natural', timing_only=False):
                     max_delta=(alpha.cpu() - walked.cpu()).abs().max().item(), f64_layers=layers)
 
 
-def cell(x, spec:str) -> str:
-    "x formatted by spec (as '>8.2f'), or '-' right-aligned to the same width where it was not measured."
-    return format(x, spec) if x is not None else format('-', '>' + spec[1:].split('.')[0])
+def cell(x, spec:str, unit:str='') -> str:
+    "x formatted by spec (as '>8.2f') with its unit, or '-' right-aligned to the same width where it was not measured."
+    width = int(spec[1:].split('.')[0]) + len(unit)
+    return format(x, spec) + unit if x is not None else format('-', f'>{width}')
 
 
 def main(argv=None):
@@ -143,9 +144,8 @@ def main(argv=None):
     hf.measure_ids(model, model_probe_ids(tok, model).to(model.device))                   # warm-up at T = 16
     for T in args.T:
         r = row(model, tok, T, args.repeat, args.sample, T in args.timing_only); rows.append(r)
-        walk_ratio = f"{r['walk_ratio']:>7.2f}x" if r['walk_ratio'] is not None else f"{'-':>8}"
         say(f"{T:>5}  {r['forward_s']:>9.2f}  {r['measure_s']:>9.2f}  {r['ratio']:>10.2f}x  {cell(r['walk_s'], '>8.2f')}  "
-            f"{walk_ratio}  {cell(r['measure_vs_f64'], '>10.1e')}  {cell(r['walk_vs_f64'], '>10.1e')}  "
+            f"{cell(r['walk_ratio'], '>7.2f', 'x')}  {cell(r['measure_vs_f64'], '>10.1e')}  {cell(r['walk_vs_f64'], '>10.1e')}  "
             f"{cell(r['max_delta'], '>9.1e')}  "
             f"{r['sink1']:>6.2f}  {r['route']}" + (f"  {r['forward_bytes'] / 2**30:>7.2f}  {r['measure_bytes'] / 2**30:>11.2f}  "
                                                  f"{r['eager_maps_bytes'] / 2**30:>14.1f}" if args.device == 'cuda' else ''))

