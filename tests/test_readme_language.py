@@ -6,11 +6,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SERIES = ROOT / 'nbs' / 'experiments' / 'results' / 'language_series_cpu.json'
 
 
-def onsets_and_values(config:str, millions:str, threshold:float=10.0) -> tuple[list[int|None], list[float]]:
-    """Per seed of `config`: the first checkpoint's tokens with Sink₁ ≥ threshold (None: none yet), and Sink₁ at the
-    checkpoint whose tokens read `millions` (as '32.8')."""
+def onsets_and_values(config:str, millions:str) -> tuple[list[int|None], list[float]]:
+    """Per seed of `config`: the tokens of Sink₁'s onset as experiment 10 reads it (`Trajectory.onsets`, None: none yet),
+    and Sink₁ at the checkpoint whose tokens read `millions` (as '32.8')."""
+    from sink_nb.trajectory import Trajectory
     runs = sorted((r for r in json.loads(SERIES.read_text())['runs'] if r['config'] == config), key=lambda r: r['seed'])
-    onsets = [next((t['tokens'] for t in r['trajectory'] if t['sink1'] >= threshold), None) for r in runs]
+    onsets = [next(o['tokens'] for o in Trajectory(r['trajectory'], r['meta']).onsets() if o['statistic'] == 'sink1')
+              for r in runs]
     values = [next(t['sink1'] for t in r['trajectory'] if f"{t['tokens'] / 1e6:.1f}" == millions) for r in runs]
     return onsets, values
 
