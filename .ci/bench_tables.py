@@ -79,8 +79,9 @@ def gpu(results:Path) -> str:
     rows.append(f"| `hf.measure_ids`, SmolLM2-135M's shape (random weights), bf16, T 8,192 | {long_row[2]} s against "
                 f"{long_row[1]} s for the forward ({long_row[3]}); {long_row[11]} GiB added at peak against "
                 f"{long_row[13]} GiB of eager maps; T 32,768 did not finish in the 60–80 s limit | `measure_long.txt` |")
-    rows.append(f"| `sink-nb train --config 60m-default`, {train[-1][0]} steps × 32 × 2048 on 3.2M tokens of the "
-                f"language corpus | val loss {float(train[0][4]):.3f} → {float(train[-1][4]):.3f}, Sink₁ "
+    rows.append(f"| `sink-nb train --config 60m-default vocab_size=4096`, {train[-1][0]} steps × 32 × 2048 "
+                f"({int(train[-1][1]) / 1e6:.1f}M tokens, about two passes over 3.2M tokens of experiment 10's Debian corpus) "
+                f"| val loss {float(train[0][4]):.3f} → {float(train[-1][4]):.3f}, Sink₁ "
                 f"{float(train[-1][6]):.1f} % | `train_60m_metrics.csv` |")
     rows.append("| `torchrun --nproc_per_node 1`: an NCCL all-reduce, and `sink-nb train` | both ran (one process: "
                 "no DDP wrapper) | `torchrun.txt` |")

@@ -116,6 +116,10 @@ def main(argv=None):
     p.add_argument('--json', type=Path, help='also write the rows here')
     p.add_argument('--note', action='append', default=[], help='a line to add to the written table (repeatable)')
     args = p.parse_args(argv)
+    if stray := sorted(set(args.timing_only) - set(args.T)):
+        p.error(f"--timing-only {' '.join(map(str, stray))}: not among --T {' '.join(map(str, args.T))}")
+    if args.chunk_scores_log2 is not None and not 4 <= args.chunk_scores_log2 <= 34:
+        p.error(f"--chunk-scores-log2 {args.chunk_scores_log2}: use 4 to 34 (16 to 2^34 scores a chunk)")
     import transformers
     from sink_nb.hf_load import load_model
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()

@@ -115,3 +115,11 @@ def test_the_gpu_script_without_cuda_is_a_smoke_test_that_leaves_the_gpu_figures
     for part in ('checks', 'throughput', 'long', 'peers', 'train', 'torchrun', 'cells'): assert f'== {part} took' in out.stdout
     assert out.stdout.count('skipped:') >= 6 and 'preset tiny-cpu' in out.stdout
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in figures.iterdir()} == before
+
+
+@pytest.mark.parametrize('args, says', [(['--T', '64', '--timing-only', '128'], '--timing-only 128: not among --T 64'),
+                                        (['--T', '64', '--chunk-scores-log2', '-3'], '--chunk-scores-log2 -3: use 4 to 34')])
+def test_measure_speed_refuses_what_it_would_ignore_or_break_on(tmp_path, args, says):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'tiny', *args,
+                          '--out', str(tmp_path / 'ms.txt')], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and says in out.stderr and not (tmp_path / 'ms.txt').exists()
