@@ -172,8 +172,8 @@ def run_prepare(args) -> dict:
 # %% ../nbs/30_cli.ipynb #2788598f
 def run_corpus(args) -> dict:
     "The `corpus` command: build a package corpus and its tokenizer under --out; the card."
-    from sink_nb.corpora import build_package_corpus, train_tokenizer
-    out = args.out or Path('~/.cache/sink_nb/corpora').expanduser() / args.name
+    from sink_nb.corpora import CORPUS_HOME, build_package_corpus, train_tokenizer
+    out = args.out or CORPUS_HOME.expanduser() / args.name
     try:
         build_package_corpus(args.name, out, cache=args.cache, packages=args.packages, num_proc=args.num_proc,
                              heldout_per_mille=args.heldout_per_mille, overwrite=args.overwrite,

@@ -20,12 +20,12 @@ from .checkpoints import file_sha256, working_folder
 from .checks import check_choice, check_int
 
 # %% auto #0
-__all__ = ['TEXT_CORPORA', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy', 'local_path',
-           'hub_reachable', 'corpus_files', 'is_saved_dataset', 'text_paragraphs', 'check_load_args', 'load_corpus',
-           'ByteTokenizer', 'get_tokenizer', 'declared_add_bos', 'gguf_tokenizer', 'PackageCorpus', 'fetch_package',
-           'unpack', 'html_text', 'pod_text', 'dictd_entries', 'gcide_plain', 'prose', 'package_documents',
-           'copyright_file', 'package_licences', 'heldout', 'heldout_overlap', 'build_package_corpus',
-           'train_tokenizer']
+__all__ = ['TEXT_CORPORA', 'CORPUS_HOME', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy',
+           'local_path', 'hub_reachable', 'corpus_files', 'is_saved_dataset', 'text_paragraphs', 'check_load_args',
+           'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'declared_add_bos', 'gguf_tokenizer', 'PackageCorpus',
+           'fetch_package', 'unpack', 'html_text', 'pod_text', 'dictd_entries', 'gcide_plain', 'prose',
+           'package_documents', 'copyright_file', 'package_licences', 'heldout', 'heldout_overlap',
+           'build_package_corpus', 'train_tokenizer']
 
 # %% ../nbs/13_corpora.ipynb #c2560057
 TEXT_CORPORA = ('sherlock', 'python-docs')
@@ -73,6 +73,7 @@ class BigramBackcopy:
 # %% ../nbs/13_corpora.ipynb #2bef89cb
 _FILE_BUILDERS = {'.txt': 'text', '.json': 'json', '.jsonl': 'json', '.parquet': 'parquet', '.csv': 'csv'}
 _HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[\w.-]+)?')
+CORPUS_HOME = Path('~/.cache/sink_nb/corpora')     # where `sink-nb corpus NAME` builds NAME unless told otherwise
 
 def local_path(source, what:str='source') -> Path|None:
     "The local path `source` names, or None for a hub id; a missing path fails here, never on the hub."
@@ -83,8 +84,14 @@ def local_path(source, what:str='source') -> Path|None:
     s = str(source)
     looks_local = isinstance(source, Path) or s.startswith(('.', '/', '~')) or not _HUB_ID.fullmatch(s)
     if looks_local or path.suffix.lower() in (*_FILE_BUILDERS, '.gguf'):
-        raise FileNotFoundError(f"`{what}` {s!r} does not exist")
+        raise FileNotFoundError(f"`{what}` {s!r} does not exist{_build_first(path)}")
     return None
+
+def _build_first(path:Path) -> str:
+    "How to build a missing path in the corpora's default folder ('' elsewhere): the configs that train on one name it."
+    home = CORPUS_HOME.expanduser()
+    if path == home or not path.is_relative_to(home): return ''
+    return f": build it first with `sink-nb corpus {path.relative_to(home).parts[0]}`"
 
 # %% ../nbs/13_corpora.ipynb #690f3a6d
 def _offline() -> bool:

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus
+from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus, local_path
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Sequences, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
 from .checks import eval_mode
@@ -420,9 +420,10 @@ def _finish(run:_TrainState, cfg:TrainConfig):
                                   backend=_backend(run.model, cfg.seq_len, run.dist.device)))
 
 # %% ../nbs/16_train.ipynb #3d8d7b68
-def _local(name:str|None) -> bool:
-    "Is `name` on this machine: a built-in corpus or tokenizer, a path, or a tokenizer in the local hub cache?"
-    if name is None or name in ('bytes', 'bigram-backcopy') + tuple(TEXT_CORPORA) or Path(name).expanduser().exists():
+def _local(name:str|None, what:str='source') -> bool:
+    """Is `name` on this machine: a built-in corpus or tokenizer, a path, or a tokenizer in the local hub cache? A local
+    path that is not there fails here, naming `what` (`corpora.local_path`), never as a malformed hub id."""
+    if name is None or name in ('bytes', 'bigram-backcopy') + tuple(TEXT_CORPORA) or local_path(name, what) is not None:
         return True
     from huggingface_hub import try_to_load_from_cache
     return isinstance(try_to_load_from_cache(name, 'tokenizer_config.json'), str)
@@ -431,8 +432,8 @@ def _local(name:str|None) -> bool:
 def missing_requirements(model_cfg:SinkConfig, cfg:TrainConfig) -> str:
     "One sentence on what the run needs from the hub and cannot reach, and how to give local copies; '' if nothing."
     needs = []
-    if not _local(cfg.tokenizer): needs.append(f'the tokenizer {cfg.tokenizer}')
-    if not (_local(cfg.corpus) or _prepared_exists(cfg)): needs.append(f'the dataset {cfg.corpus}')
+    if not _local(cfg.tokenizer, 'tokenizer'): needs.append(f'the tokenizer {cfg.tokenizer}')
+    if not (_local(cfg.corpus, 'corpus') or _prepared_exists(cfg)): needs.append(f'the dataset {cfg.corpus}')
     if not needs or hub_reachable(): return ''
     return (f"this run needs {' and '.join(needs)} from the Hugging Face hub, which cannot be reached"
             f"{' (HF_HUB_OFFLINE is set)' if os.environ.get('HF_HUB_OFFLINE') else ''}. Point at local copies with "
