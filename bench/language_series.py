@@ -34,19 +34,25 @@ TOKENS_PER_STEP = 32 * 256
 # the same seed at step KNOB_STEPS (a checkpoint of the series), paired by seed.
 KNOBS = {
     'lr-0.003': dict(overrides=['lr=0.003', 'min_lr=0.003'], about='a smaller learning rate (experiment 01)',
-                     paper=('<', 'learning rate 4e-4 → 2e-4: Sink₁ 18.18 → 11.21 %')),
+                     paper=('<', 'learning rate 4e-4 → 2e-4: Sink₁ 18.18 → 11.21 %'),
+                     toy=dict(study='optimization', knob='lr=0.003', base='lr=0.01 (demo)')),
     'wd-0.5': dict(overrides=['weight_decay=0.5'], about='a larger weight decay (experiment 03)',
-                   paper=('>', 'weight decay 0.1 → 0.5: Sink₁ 18.18 → 41.08 %')),
+                   paper=('>', 'weight decay 0.1 → 0.5: Sink₁ 18.18 → 41.08 %'),
+                   toy=dict(study='loss', knob='wd=0.5', base='wd=0.1 (demo)')),
     'sigmoid': dict(overrides=['attention=sigmoid', 'normalize=false'],
                     about='sigmoid attention without normalisation (experiment 04)',
-                    paper=('<', 'softmax → sigmoid without normalisation: Sink₁ 18.18 → 0.44 % (proxy)')),
+                    paper=('<', 'softmax → sigmoid without normalisation: Sink₁ 18.18 → 0.44 % (proxy)'),
+                    toy=dict(study='architecture', knob='sigmoid, no norm', base='softmax (demo)')),
     'no-bos': dict(overrides=['fixed_token=null'], about="packed text, no BOS: the paper's own setting (experiment 02)",
-                   paper=('<', 'a fixed token at position 1 → none (the default): Sink₁ 74.11 → 18.18 %')),
+                   paper=('<', 'a fixed token at position 1 → none (the default): Sink₁ 74.11 → 18.18 %'),
+                   toy=dict(study='data', knob='random x1', base='BOS first (demo)')),
 }
 # `paper`: the direction of Sink₁ when the knob is turned in Gu et al.'s 60M-parameter runs on the Pile, and their
-# numbers (../shared/paper.md), written beside each knob before any knob run. Three paired seeds cannot resolve a
-# direction (the smallest two-sided sign-flip p is 2/2^3 = 0.25), so the notebook sets the per-seed differences beside
-# the paper's direction and tests none.
+# numbers (../shared/paper.md), written beside each knob before any knob run. `toy`: the same change in the demo task's
+# CPU study (a studies.CPU_STUDIES name, the knob's variant and its base), whose confirmation seeds experiment 10 sets
+# beside each knob (added before any knob run). Three paired seeds cannot resolve a direction (the smallest two-sided
+# sign-flip p is 2/2^3 = 0.25), so the notebook sets the per-seed differences beside the paper's direction and the
+# toy's, and tests none.
 KNOB_STEPS = 4000                                        # 32.8M tokens, past the series' onsets
 
 
@@ -224,7 +230,7 @@ def summarize(args):
     result = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), device='CPU (2 cores)',
                   plan=dict(sizes=list(SIZES), seeds=list(SERIES_SEEDS), tokens_per_step=TOKENS_PER_STEP,
                             steps=args.steps, knob_steps=KNOB_STEPS,
-                            knobs={k: dict(about=v['about'], paper=v['paper']) for k, v in KNOBS.items()}),
+                            knobs={k: dict(about=v['about'], paper=v['paper'], toy=v['toy']) for k, v in KNOBS.items()}),
                   corpus=dict(name=card['name'], totals=card['totals'], tokenizer=card.get('tokenizer'),
                               packages=len(card['packages']), shards=shard_sizes(folders[0]) if folders else None),
                   runs=runs)

@@ -116,6 +116,21 @@ def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
         assert changed and changed <= named, (name, changed, named)
 
 
+def test_every_knob_names_its_toy_comparison_in_the_saved_confirmation_studies():
+    "Each knob's `toy` is a CPU study's variant and base, both in every setting of that study's saved confirmation seeds."
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+    from language_series import KNOBS
+    from sink_nb.studies import CPU_STUDIES, STUDY_SETTINGS, load_confirmation
+    results = Path(__file__).resolve().parent.parent / 'nbs' / 'experiments' / 'results'
+    for name, knob in KNOBS.items():
+        toy = knob['toy']
+        assert {toy['knob'], toy['base']} <= set(CPU_STUDIES[toy['study']]), (name, toy)
+        confirm = load_confirmation(results, toy['study'])
+        assert set(confirm) == set(STUDY_SETTINGS), (name, list(confirm))
+        for setting, study in confirm.items():
+            assert study.seeds(toy['knob']) == study.seeds(toy['base']) and len(study.seeds(toy['base'])) >= 10, setting
+
+
 def test_the_stages_run_in_the_plans_order_and_leave_out_what_is_done(tmp_path, monkeypatch):
     "bench/language_series.py stages: series to the knob step, the knobs, the series to the budget; done runs skipped."
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
