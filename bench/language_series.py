@@ -18,7 +18,7 @@ to step 4,000 (32.8M tokens, the knobs' step), smallest size first; (2) the knob
 12,500 steps. The stages order the work only: the sizes, seeds, budget and knobs are the ones fixed above.
 """
 import argparse, json, os, sys, time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 SIZES = ('lang-4x128', 'lang-6x128', 'lang-6x192')    # configs in sink_nb/configs; smallest first
@@ -85,12 +85,29 @@ def train_one(job:dict) -> dict:
                 resumed=resume)
 
 
+def next_job(queue:list[dict], running:list[dict]) -> int|None:
+    """The index of the first queued job that can start now: none earlier in the queue or running trains its folder
+    (a run in two stages goes in order); None if every job left must wait."""
+    held = {j['out_dir'] for j in running}
+    for i, job in enumerate(queue):
+        if job['out_dir'] not in held: return i
+        held.add(job['out_dir'])
+    return None
+
+
 def run_jobs(jobs:list[dict], n:int):
-    "Run `jobs`, `n` at a time, each printing one line when done."
+    """Run `jobs` in their order, `n` at a time, each printing one line when done. A worker that comes free takes the
+    next job that can start (`next_job`), so the last job of a stage does not leave a core idle."""
+    queue, running = list(jobs), {}
     with ProcessPoolExecutor(n) as ex:
-        for r in ex.map(train_one, jobs):
-            print(f"{r['config']} seed {r['seed']}: {r['seconds']:.0f} s{' (resumed)' if r['resumed'] else ''} "
-                  f"-> {r['out_dir']}", flush=True)
+        while queue or running:
+            while len(running) < n and (i := next_job(queue, list(running.values()))) is not None:
+                job = queue.pop(i); running[ex.submit(train_one, job)] = job
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                running.pop(future); r = future.result()
+                print(f"{r['config']} seed {r['seed']}: {r['seconds']:.0f} s{' (resumed)' if r['resumed'] else ''} "
+                      f"-> {r['out_dir']}", flush=True)
 
 
 def last_row(run:Path) -> dict|None:
@@ -161,11 +178,13 @@ def stage_plan(args) -> list[tuple[str, list[dict]]]:
 
 
 def stages(args):
-    "Run what is left of the three stages, in order, so that one command carries the plan from session to session."
+    """Run what is left of the three stages, in order, so that one command carries the plan from session to session.
+    The stages form one queue: a core freed near the end of a stage starts the next stage's first job, and a run's
+    later stage waits for its earlier one (`next_job`)."""
     if args.knobs_out is None: raise SystemExit('stages: give --knobs-out, the folder of the knob runs')
-    for name, jobs in stage_plan(args):
-        print(f"stage {name}: {len(jobs)} runs to go", flush=True)
-        run_jobs(jobs, args.jobs)
+    plan = stage_plan(args)
+    for name, jobs in plan: print(f"stage {name}: {len(jobs)} runs to go", flush=True)
+    run_jobs([job for _, jobs in plan for job in jobs], args.jobs)
 
 
 def status(args):

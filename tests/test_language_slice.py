@@ -117,7 +117,7 @@ def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
 
 
 def test_every_knob_names_its_toy_comparison_in_the_saved_confirmation_studies():
-    "Each knob's `toy` is a CPU study's variant and base, both in every setting of that study's saved confirmation seeds."
+    "Each knob's `toy` is a CPU study's variant and base, both in every setting of its saved confirmation seeds."
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
     from language_series import KNOBS
     from sink_nb.studies import CPU_STUDIES, STUDY_SETTINGS, load_confirmation
@@ -129,6 +129,20 @@ def test_every_knob_names_its_toy_comparison_in_the_saved_confirmation_studies()
         assert set(confirm) == set(STUDY_SETTINGS), (name, list(confirm))
         for setting, study in confirm.items():
             assert study.seeds(toy['knob']) == study.seeds(toy['base']) and len(study.seeds(toy['base'])) >= 10, setting
+
+
+def test_a_free_worker_takes_the_next_job_that_can_start_and_a_runs_stages_keep_their_order():
+    "bench/language_series.py next_job: the first queued job whose folder no earlier or running job trains."
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+    from language_series import next_job
+    job = lambda folder, steps: dict(out_dir=folder, steps=steps)
+    queue = [job('a', 12500), job('k1', 4000), job('b', 12500)]
+    assert next_job(queue, [job('x', 4000)]) == 0                      # nothing in the way: the queue's order
+    assert next_job(queue, [job('a', 4000)]) == 1                      # a's stage 1 runs: its stage 3 waits, k1 goes
+    assert next_job([job('a', 4000), job('a', 12500), job('b', 4000)], []) == 0
+    assert next_job([job('a', 12500), job('b', 12500)], [job('a', 4000), job('b', 4000)]) is None
+    assert next_job([job('a', 4000), job('a', 12500)], [job('b', 4000)]) == 0
+    assert next_job([], []) is None
 
 
 def test_the_stages_run_in_the_plans_order_and_leave_out_what_is_done(tmp_path, monkeypatch):
