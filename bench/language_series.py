@@ -15,7 +15,8 @@ size first, so a stop leaves whole seeds of the smallest size rather than one se
 The runs take about 30 hours of this 2-core machine and go in sessions of under 3 hours, so they go in stages (`--until`),
 in this order, fixed when lang-4x128 seeds 0 and 1 stood at step 5,000 and before any other run: (1) every series run
 to step 4,000 (32.8M tokens, the knobs' step), smallest size first; (2) the knobs; (3) every series run to the full
-12,500 steps. The stages order the work only: the sizes, seeds, budget and knobs are the ones fixed above.
+12,500 steps. The stages order when runs start (a core freed before a stage ends takes the next stage's first run);
+the sizes, seeds, budget and knobs are the ones fixed above.
 """
 import argparse, json, os, sys, time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
