@@ -30,11 +30,20 @@ def test_the_readme_states_lang_4x128s_onsets_and_sink_at_32_8m_tokens():
     assert m[5] == ', '.join(f'{v:.1f}' for v in values[:-1]) + f' and {values[-1]:.1f}'
 
 
-def test_the_readme_states_lang_6x128s_onsets():
-    m = re.search(r'So does the next size, 6 layers of width 128, in (\d+) of (\d+) seeds by ([\d.]+)M tokens \(at ([^)]*)\)',
-                  (ROOT / 'README.md').read_text())
-    assert m, 'the README has no sentence on lang-6x128'
-    onsets, _ = onsets_and_values('lang-6x128', '32.8')
+def check_onsets(m, config:str):
+    "The seeds count, the last onset and each onset in the README's match (`m`: a match of its sentence on `config`)."
+    assert m, f'the README has no sentence on {config}'
+    onsets, _ = onsets_and_values(config, '32.8')
     reached = [o for o in onsets if o is not None]
     assert (int(m[1]), int(m[2])) == (len(reached), len(onsets)) and m[3] == f'{max(reached) / 1e6:.1f}'
     assert m[4] == ', '.join(f'{o / 1e6:.1f}M' for o in reached[:-1]) + f' and {reached[-1] / 1e6:.1f}M'
+
+
+def test_the_readme_states_lang_6x128s_onsets():
+    check_onsets(re.search(r'So does the next size, 6 layers of width 128, in (\d+) of (\d+) seeds by ([\d.]+)M tokens '
+                           r'\(at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x128')
+
+
+def test_the_readme_states_lang_6x192s_onsets():
+    check_onsets(re.search(r'and the largest, 6 layers of width 192, in (\d+) of (\d+) seeds by ([\d.]+)M tokens '
+                           r'\(at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x192')
