@@ -17,9 +17,20 @@ in this order, fixed when lang-4x128 seeds 0 and 1 stood at step 5,000 and befor
 to step 4,000 (32.8M tokens, the knobs' step), smallest size first; (2) the knobs; (3) every series run to the full
 12,500 steps. The stages order when runs start (a core freed before a stage ends takes the next stage's first run);
 the sizes, seeds, budget and knobs are the ones fixed above.
+
+On the GPU (fixed 2026-11-27, session I, before any GPU run): the machine that held the CPU runs' checkpoints was
+replaced between sessions, so the stages cannot resume; what the CPU runs measured survives in
+nbs/experiments/results/language_*_cpu.json (stage 1 complete, three knob runs). A session lent an H200 runs the whole
+plan there from step 0 — the same configs, seeds, budget and knobs, in bf16 autocast as on the CPU — with
+`bash .ci/gpu language`: every run at once, stopped at a time limit. The corpus is rebuilt by `sink-nb corpus
+debian-docs` on the new machine, whose Debian mirror serves nine of the 51 packages at other versions (157.017 MB of
+text against 157.082; another tokenizer, trained the same way): prepared here, carried as shards, its card saved beside
+the results. Its runs then decide the plan's verdicts (sizes at the full budget or as far as they got, knobs paired with
+the GPU's own lang-4x128 runs, never with the CPU's), and the CPU's stage 1 is set beside them as a check across
+machines: the same seeds' onsets on two devices and two builds of the corpus.
 """
-import argparse, json, os, sys, time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+import argparse, json, multiprocessing, os, sys, time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from pathlib import Path
 
 SIZES = ('lang-4x128', 'lang-6x128', 'lang-6x192')    # configs in sink_nb/configs; smallest first
@@ -57,8 +68,14 @@ KNOBS = {
 KNOB_STEPS = 4000                                        # 32.8M tokens, past the series' onsets
 
 
-def corpus_overrides(corpus:Path|None, data_dir:Path|None) -> list[str]:
-    "key=value overrides that point the configs at a corpus built elsewhere than ~/.cache/sink_nb/corpora/debian-docs."
+def corpus_overrides(corpus:Path|None, data_dir:Path|None, prepared:Path|None=None) -> list[str]:
+    """key=value overrides that point the configs at a corpus built elsewhere than ~/.cache/sink_nb/corpora/debian-docs,
+    or at its shards already prepared (`prepared`: the folder `data_dir` holds after a run read the corpus; a machine
+    that gets the shards without the corpus's 157 MB of text, such as a lent GPU, trains on the same tokens)."""
+    if prepared is not None:
+        if not (prepared / 'meta.json').is_file(): raise SystemExit(f'--prepared: {prepared} holds no meta.json of '
+                                                                   'prepared shards')
+        return [f'corpus={prepared.expanduser().resolve()}', 'tokenizer=null']
     out = []
     if corpus is not None:
         c = corpus.expanduser().resolve()
@@ -100,7 +117,9 @@ def run_jobs(jobs:list[dict], n:int):
     """Run `jobs` in their order, `n` at a time, each printing one line when done. A worker that comes free takes the
     next job that can start (`next_job`), so the last job of a stage does not leave a core idle."""
     queue, running = list(jobs), {}
-    with ProcessPoolExecutor(n) as ex:
+    # spawned, not forked: a worker that trains on a GPU must not inherit this process's state (CUDA refuses a
+    # forked child once the parent has touched it)
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context('spawn')) as ex:
         while queue or running:
             while len(running) < n and (i := next_job(queue, list(running.values()))) is not None:
                 job = queue.pop(i); running[ex.submit(train_one, job)] = job
@@ -120,7 +139,7 @@ def last_row(run:Path) -> dict|None:
 
 def pilot(args):
     jobs = [dict(config=SIZES[0], seed=PILOT_SEED, steps=PILOT_STEPS, threads=1, out_dir=str(args.out / f'lr-{lr:g}'),
-                 overrides=[*corpus_overrides(args.corpus, args.data_dir), f'lr={lr}', f'min_lr={lr}']) for lr in PILOT_LRS]
+                 overrides=[*corpus_overrides(args.corpus, args.data_dir, args.prepared), f'lr={lr}', f'min_lr={lr}']) for lr in PILOT_LRS]
     t0 = time.time(); run_jobs(jobs, args.jobs)
     rows = {lr: last_row(args.out / f'lr-{lr:g}') for lr in PILOT_LRS}
     best = min(PILOT_LRS, key=lambda lr: rows[lr]['val_loss'])
@@ -150,14 +169,14 @@ def staged(jobs:list[dict], until:int|None) -> list[dict]:
 def series_jobs(args, out:Path) -> list[dict]:
     "Every series run in `out`, to --steps, smallest size first and seed-major within a size."
     return [dict(config=c, seed=s, steps=args.steps, threads=1, out_dir=str(out / f'{c}-seed{s}'),
-                 overrides=corpus_overrides(args.corpus, args.data_dir))
+                 overrides=corpus_overrides(args.corpus, args.data_dir, args.prepared))
             for c in args.sizes or SIZES for s in SERIES_SEEDS]
 
 
 def knob_jobs(args, out:Path) -> list[dict]:
     "Every knob variant of lang-4x128 on the series' seeds in `out`, to KNOB_STEPS."
     return [dict(config=SIZES[0], seed=s, steps=KNOB_STEPS, threads=1, out_dir=str(out / f'{name}-seed{s}'),
-                 overrides=[*corpus_overrides(args.corpus, args.data_dir), *knob['overrides'],
+                 overrides=[*corpus_overrides(args.corpus, args.data_dir, args.prepared), *knob['overrides'],
                             f'name=lang-4x128-{name}'])
             for s in SERIES_SEEDS for name, knob in KNOBS.items()]
 
@@ -199,8 +218,9 @@ def status(args):
 LOW_EPS = 0.1
 
 
-def run_summary(folder:Path, progress:bool) -> dict:
+def run_summary(folder:Path, progress:bool, threads:int|None=None) -> dict:
     "One run: its settings, evaluations, resumes, CPU time and the trajectory of its checkpoints at eps 0.3 and 0.1."
+    if threads: import torch; torch.set_num_threads(threads)
     from sink_nb.attention import uniform_first_alpha
     from sink_nb.runs import Run
     from sink_nb.trajectory import trajectory
@@ -242,19 +262,33 @@ def shard_sizes(folder:Path) -> dict:
 
 
 def summarize(args):
-    "Write the series' JSON result: the plan, the corpus, and every run's summary."
+    """Write the series' JSON result: the plan, the corpus, and every run's summary. With --jobs > 1 the runs are
+    measured at once and the file is rewritten as each one is done (a `partial` count says how many are missing), so a
+    summary stopped by a time limit keeps the runs it finished."""
     corpus = (args.corpus or Path('~/.cache/sink_nb/corpora/debian-docs')).expanduser()
     card = json.loads((corpus / 'card.json').read_text())
     folders = sorted(p for p in args.out.iterdir() if (p / 'config.yaml').exists())
-    runs = [run_summary(f, not args.quiet) for f in folders]
-    result = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), device='CPU (2 cores)',
-                  plan=dict(sizes=list(SIZES), seeds=list(SERIES_SEEDS), tokens_per_step=TOKENS_PER_STEP,
-                            steps=args.steps, knob_steps=KNOB_STEPS,
-                            knobs={k: dict(about=v['about'], paper=v['paper'], toy=v['toy']) for k, v in KNOBS.items()}),
-                  corpus=dict(name=card['name'], totals=card['totals'], tokenizer=card.get('tokenizer'),
-                              packages=len(card['packages']), shards=shard_sizes(folders[0]) if folders else None),
-                  runs=runs)
-    Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
+    head = dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]), device=args.trained_on,
+                plan=dict(sizes=list(SIZES), seeds=list(SERIES_SEEDS), tokens_per_step=TOKENS_PER_STEP,
+                          steps=args.steps, knob_steps=KNOB_STEPS,
+                          knobs={k: dict(about=v['about'], paper=v['paper'], toy=v['toy']) for k, v in KNOBS.items()}),
+                corpus=dict(name=card['name'], totals=card['totals'], tokenizer=card.get('tokenizer'),
+                            packages=len(card['packages']), shards=shard_sizes(folders[0]) if folders else None))
+
+    def write(runs:list[dict]):
+        missing = len(folders) - len(runs)
+        result = head | (dict(partial=f'{missing} of {len(folders)} runs not yet summarized') if missing else {}) | \
+            dict(runs=sorted(runs, key=lambda r: r['name']))
+        tmp = Path(args.json).with_suffix('.tmp')
+        tmp.write_text(json.dumps(result, indent=1) + '\n'); tmp.replace(args.json)     # never a half-written file
+
+    if args.jobs == 1: runs = [run_summary(f, not args.quiet) for f in folders]
+    else:                                      # one run a process, one thread each: a 16-core machine measures 16 at once
+        runs = []
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context('spawn')) as ex:
+            for future in as_completed([ex.submit(run_summary, f, False, 1) for f in folders]):
+                runs.append(future.result()); write(runs)
+    write(runs)
     print(f"wrote {args.json}: {len(runs)} runs")
 
 
@@ -264,10 +298,14 @@ def main(argv=None):
     p.add_argument('--out', type=Path, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
+    p.add_argument('--prepared', type=Path, help="train on these prepared shards (a folder --data-dir holds) instead of "
+                                                 "the corpus's text")
     p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
     p.add_argument('--until', type=int, help='train every run only to this step for now (a stage; resumed later)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
-    p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each')
+    p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each (summarize: runs measured at once)')
+    p.add_argument('--trained-on', default='CPU (2 cores)', help="summarize: the machine the runs trained on, as the "
+                                                               "JSON's `device` says")
     p.add_argument('--knobs-out', type=Path, help='stages: folder of the knob runs')
     p.add_argument('--json', help='pilot, summarize: write the result here')
     p.add_argument('--quiet', action='store_true')
