@@ -292,9 +292,45 @@ def summarize(args):
     print(f"wrote {args.json}: {len(runs)} runs")
 
 
+def merge(args):
+    """One series JSON from several summaries of the same runs at different times (--sources, oldest first): each run as
+    the summary whose trajectory goes furthest gives it, its log (evaluations, status, resumes, training time) taken
+    from the run folder in --out, which may hold only the logs (a machine's checkpoints can be gone). The first source
+    gives the plan and corpus; each run says which source its trajectory came from."""
+    from sink_nb.runs import Run
+    sources = [json.loads(Path(f).read_text()) for f in args.sources]
+    if len({json.dumps(s['corpus'], sort_keys=True) for s in sources}) > 1: raise SystemExit('merge: the sources '
+                                                                                        'read different corpora')
+    best = {}
+    for i, src in enumerate(sources):
+        for r in src['runs']:
+            end = r['trajectory'][-1]['step'] if r['trajectory'] else -1
+            if r['name'] not in best or end >= best[r['name']][0]: best[r['name']] = (end, i, r)
+    runs = []
+    for name, (end, i, r) in sorted(best.items()):
+        run = Run(args.out / name)
+        evals = [dict(step=e.step, tokens=e.tokens, val_loss=round(e.val_loss, 4), loss=e.loss and round(e.loss, 4),
+                      sink1=e.sink[1], time=e.time) for e in run.metrics()]
+        # to the source's last checkpoint the log must be the source's; after it a run resumed from that checkpoint
+        # re-trained the steps, which on a GPU are not bit-identical (its kernels' sums do not keep one order)
+        upto = lambda e: {k: e[k] for k in ('step', 'tokens', 'val_loss', 'sink1')} if e['step'] <= end else None
+        if [upto(e) for e in evals if e['step'] <= end] != [upto(e) for e in r['evaluations'] if e['step'] <= end]:
+            raise SystemExit(f"merge: the log of {name} in {args.out} is not source {i}'s up to step {end}")
+        last = max((evals[-1]['step'], evals[-1]['tokens']), (r['steps'], r['tokens']))
+        runs.append(r | dict(status=run.status, steps=last[0], tokens=last[1], evaluations=evals,
+                             resumed_at=[e.step for e in run.events() if e.kind == 'resumed'],
+                             seconds=evals[-1]['time'], trajectory_source=args.sources[i]))
+    result = sources[0] | dict(command='python bench/language_series.py ' + ' '.join(sys.argv[1:]),
+                               sources=[dict(file=f, command=s['command'], runs=len(s['runs']), partial=s.get('partial'))
+                                        for f, s in zip(args.sources, sources)], runs=runs)
+    result.pop('partial', None)
+    Path(args.json).write_text(json.dumps(result, indent=1) + '\n')
+    print(f"wrote {args.json}: {len(runs)} runs from {len(sources)} summaries")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    p.add_argument('what', choices=('pilot', 'series', 'knobs', 'stages', 'status', 'summarize'))
+    p.add_argument('what', choices=('pilot', 'series', 'knobs', 'stages', 'status', 'summarize', 'merge'))
     p.add_argument('--out', type=Path, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
@@ -309,9 +345,11 @@ def main(argv=None):
     p.add_argument('--knobs-out', type=Path, help='stages: folder of the knob runs')
     p.add_argument('--json', help='pilot, summarize: write the result here')
     p.add_argument('--quiet', action='store_true')
+    p.add_argument('--sources', nargs='+', help='merge: summaries of the same runs (JSON), oldest first')
     args = p.parse_args(argv)
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    dict(pilot=pilot, series=series, knobs=knobs, stages=stages, status=status, summarize=summarize)[args.what](args)
+    dict(pilot=pilot, series=series, knobs=knobs, stages=stages, status=status, summarize=summarize,
+         merge=merge)[args.what](args)
 
 
 if __name__ == '__main__':
