@@ -298,7 +298,12 @@ def merge(args):
     from the run folder in --out, which may hold only the logs (a machine's checkpoints can be gone). The first source
     gives the plan and corpus; each run says which source its trajectory came from."""
     from sink_nb.runs import Run
-    sources = [json.loads(Path(f).read_text()) for f in args.sources]
+    if not args.sources: raise SystemExit('merge: give --sources, the summaries to merge (JSON files), oldest first')
+    sources = []
+    for f in args.sources:
+        try: sources.append(src := json.loads(Path(f).read_text())); assert {'runs', 'corpus', 'plan'} <= set(src)
+        except (OSError, ValueError, AssertionError, TypeError) as e:
+            raise SystemExit(f"merge: {f} is not a summary that `summarize` wrote ({type(e).__name__}: {e})") from None
     if len({json.dumps(s['corpus'], sort_keys=True) for s in sources}) > 1: raise SystemExit('merge: the sources '
                                                                                         'read different corpora')
     best = {}
@@ -308,6 +313,8 @@ def merge(args):
             if r['name'] not in best or end >= best[r['name']][0]: best[r['name']] = (end, i, r)
     runs = []
     for name, (end, i, r) in sorted(best.items()):
+        if not (args.out / name / 'config.yaml').is_file():
+            raise SystemExit(f'merge: {args.out / name} holds no run (config.yaml and log) of {name}')
         run = Run(args.out / name)
         evals = [dict(step=e.step, tokens=e.tokens, val_loss=round(e.val_loss, 4), loss=e.loss and round(e.loss, 4),
                       sink1=e.sink[1], time=e.time) for e in run.metrics()]
@@ -328,6 +335,14 @@ def merge(args):
     print(f"wrote {args.json}: {len(runs)} runs from {len(sources)} summaries")
 
 
+def at_least_one(text:str) -> int:
+    "argparse type: a whole number of 1 or more."
+    try: n = int(text)
+    except ValueError: n = 0
+    if n < 1: raise argparse.ArgumentTypeError(f'{text!r} is not a whole number of 1 or more')
+    return n
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('what', choices=('pilot', 'series', 'knobs', 'stages', 'status', 'summarize', 'merge'))
@@ -339,7 +354,7 @@ def main(argv=None):
     p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
     p.add_argument('--until', type=int, help='train every run only to this step for now (a stage; resumed later)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
-    p.add_argument('--jobs', type=int, default=2, help='runs at once, one thread each (summarize: runs measured at once)')
+    p.add_argument('--jobs', type=at_least_one, default=2, help='runs at once, one thread each (summarize: runs measured at once)')
     p.add_argument('--trained-on', default='CPU (2 cores)', help="summarize: the machine the runs trained on, as the "
                                                                "JSON's `device` says")
     p.add_argument('--knobs-out', type=Path, help='stages: folder of the knob runs')

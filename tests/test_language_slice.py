@@ -100,6 +100,34 @@ def test_series_summary_of_the_slice_run(corpus):
     assert series['plan']['knobs'] and all(k['paper'] for k in series['plan']['knobs'].values())
 
 
+def test_merge_takes_each_run_from_the_summary_that_measured_it_furthest(corpus):
+    "bench/language_series.py merge: the longer trajectory wins, the log comes from the run folder, a changed log is refused."
+    tmp, _ = corpus
+    if not (tmp / 'series.json').exists(): pytest.skip('needs the summary of test_series_summary_of_the_slice_run')
+    bench = Path(__file__).resolve().parent.parent / 'bench' / 'language_series.py'
+    newer = json.loads((tmp / 'series.json').read_text()); (run,) = newer['runs']
+    older = dict(newer, runs=[dict(run, trajectory=run['trajectory'][:3], evaluations=run['evaluations'][:1], steps=0)])
+    (tmp / 'older.json').write_text(json.dumps(older))
+    merge = lambda *sources: subprocess.run([sys.executable, str(bench), 'merge', '--out', str(tmp / 'runs'), '--sources',
+                                             *map(str, sources), '--json', str(tmp / 'merged.json')],
+                                            capture_output=True, text=True, timeout=300)
+    for order in ((tmp / 'older.json', tmp / 'series.json'), (tmp / 'series.json', tmp / 'older.json')):
+        r = merge(*order); assert r.returncode == 0, r.stderr[-3000:]
+        (m,) = json.loads((tmp / 'merged.json').read_text())['runs']
+        assert m['trajectory'] == run['trajectory'] and m['trajectory_source'] == str(tmp / 'series.json')
+        assert m['evaluations'] == run['evaluations'] and m['steps'] == 200
+    end = run['trajectory'][-1]['step']
+    bad = dict(newer, runs=[dict(run, evaluations=[dict(e, sink1=e['sink1'] + 1) if e['step'] == end else e
+                                                   for e in run['evaluations']])])
+    (tmp / 'bad.json').write_text(json.dumps(bad))
+    r = merge(tmp / 'older.json', tmp / 'bad.json')
+    assert r.returncode != 0 and f'is not source 1' in r.stderr and f'up to step {end}' in r.stderr
+    other = dict(newer, corpus=dict(newer['corpus'], name='another'))
+    (tmp / 'other.json').write_text(json.dumps(other))
+    r = merge(tmp / 'series.json', tmp / 'other.json')
+    assert r.returncode != 0 and 'read different corpora' in r.stderr
+
+
 def test_every_knob_of_the_plan_is_a_valid_lang_4x128_variant():
     "The knob plan (bench/language_series.py) loads as configs that differ from lang-4x128 in what they name only."
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
@@ -145,13 +173,28 @@ def test_a_free_worker_takes_the_next_job_that_can_start_and_a_runs_stages_keep_
     assert next_job([], []) is None
 
 
+def test_prepared_shards_stand_in_for_the_corpus_in_every_run_of_the_plan(tmp_path):
+    "--prepared: every job of every stage trains on that folder with no tokenizer; a folder of no shards is refused."
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+    import argparse
+    from language_series import stage_plan
+    shards = tmp_path / 'shards'; shards.mkdir()
+    args = argparse.Namespace(out=tmp_path / 'lang', knobs_out=tmp_path / 'knobs', corpus=tmp_path / 'corpus',
+                              data_dir=None, prepared=shards, steps=12500, sizes=None)
+    with pytest.raises(SystemExit, match='--prepared: .* holds no meta.json'): stage_plan(args)
+    (shards / 'meta.json').write_text('{}')
+    jobs = [j for _, stage in stage_plan(args) for j in stage]
+    assert jobs and all(j['overrides'][:2] == [f'corpus={shards.resolve()}', 'tokenizer=null'] for j in jobs)
+    assert not any('train.jsonl' in o or 'val_split' in o for j in jobs for o in j['overrides'])
+
+
 def test_the_stages_run_in_the_plans_order_and_leave_out_what_is_done(tmp_path, monkeypatch):
     "bench/language_series.py stages: series to the knob step, the knobs, the series to the budget; done runs skipped."
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
     import argparse
     from language_series import KNOB_STEPS, KNOBS, SERIES_SEEDS, SIZES, stage_plan
     args = argparse.Namespace(out=tmp_path / 'lang', knobs_out=tmp_path / 'knobs', corpus=None, data_dir=None,
-                              steps=12500, sizes=None)
+                              prepared=None, steps=12500, sizes=None)
     plan = stage_plan(args)
     assert [name.split(':')[0] for name, _ in plan] == ['1', '2', '3']
     (one, two, three) = (jobs for _, jobs in plan)
