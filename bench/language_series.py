@@ -320,8 +320,8 @@ def merge(args):
                       sink1=e.sink[1], time=e.time) for e in run.metrics()]
         # to the source's last checkpoint the log must be the source's; after it a run resumed from that checkpoint
         # re-trained the steps, which on a GPU are not bit-identical (its kernels' sums do not keep one order)
-        upto = lambda e: {k: e[k] for k in ('step', 'tokens', 'val_loss', 'sink1')} if e['step'] <= end else None
-        if [upto(e) for e in evals if e['step'] <= end] != [upto(e) for e in r['evaluations'] if e['step'] <= end]:
+        logged = lambda rows: [{k: e[k] for k in ('step', 'tokens', 'val_loss', 'sink1')} for e in rows if e['step'] <= end]
+        if logged(evals) != logged(r['evaluations']):
             raise SystemExit(f"merge: the log of {name} in {args.out} is not source {i}'s up to step {end}")
         last = max((evals[-1]['step'], evals[-1]['tokens']), (r['steps'], r['tokens']))
         runs.append(r | dict(status=run.status, steps=last[0], tokens=last[1], evaluations=evals,
