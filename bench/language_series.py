@@ -29,7 +29,7 @@ the results. Its runs then decide the plan's verdicts (sizes at the full budget 
 the GPU's own lang-4x128 runs, never with the CPU's), and the CPU's stage 1 is set beside them as a check across
 machines: the same seeds' onsets on two devices and two builds of the corpus.
 """
-import argparse, json, multiprocessing, os, sys, time
+import argparse, json, multiprocessing, os, shutil, sys, time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from pathlib import Path
 
@@ -92,13 +92,16 @@ def train_one(job:dict) -> dict:
     from sink_nb.run_configs import load_run_config
     from sink_nb.train import train
     out = Path(job['out_dir'])
-    resume = (out / 'config.yaml').exists()
+    fresh, resume = not out.exists(), (out / 'config.yaml').exists()
     overrides = [*job['overrides'], f"seed={job['seed']}", f"steps={job['steps']}", f"out_dir={out}",
                  f"resume={str(resume).lower()}", 'progress=false']
     if resume: overrides.append('allow_changes=[steps]')
     model_cfg, cfg, _ = load_run_config(job['config'], overrides)
     t0 = time.time()
-    train(model_cfg, cfg)
+    try: train(model_cfg, cfg)
+    except BaseException:                  # a new run that failed before its first checkpoint leaves no skeleton
+        if fresh and not any((out / 'checkpoints').glob('step-*')): shutil.rmtree(out, ignore_errors=True)
+        raise
     return dict(config=job['config'], seed=job['seed'], out_dir=str(out), seconds=round(time.time() - t0, 1),
                 resumed=resume)
 
@@ -117,6 +120,7 @@ def run_jobs(jobs:list[dict], n:int):
     """Run `jobs` in their order, `n` at a time, each printing one line when done. A worker that comes free takes the
     next job that can start (`next_job`), so the last job of a stage does not leave a core idle."""
     queue, running = list(jobs), {}
+    if not jobs: print('every run is already at the step asked for: nothing to train', flush=True)
     # spawned, not forked: a worker that trains on a GPU must not inherit this process's state (CUDA refuses a
     # forked child once the parent has touched it)
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context('spawn')) as ex:
@@ -125,7 +129,12 @@ def run_jobs(jobs:list[dict], n:int):
                 job = queue.pop(i); running[ex.submit(train_one, job)] = job
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                running.pop(future); r = future.result()
+                job = running.pop(future)
+                try: r = future.result()
+                except Exception as e:                  # one line naming the run; the runs still going finish first
+                    why = ' '.join(f'{type(e).__name__}: {e}'.split())
+                    raise SystemExit(f"language_series.py: error: {job['config']} seed {job['seed']} in "
+                                     f"{job['out_dir']} failed: {why}") from None
                 print(f"{r['config']} seed {r['seed']}: {r['seconds']:.0f} s{' (resumed)' if r['resumed'] else ''} "
                       f"-> {r['out_dir']}", flush=True)
 
@@ -201,7 +210,6 @@ def stages(args):
     """Run what is left of the three stages, in order, so that one command carries the plan from session to session.
     The stages form one queue: a core freed near the end of a stage starts the next stage's first job, and a run's
     later stage waits for its earlier one (`next_job`)."""
-    if args.knobs_out is None: raise SystemExit('stages: give --knobs-out, the folder of the knob runs')
     plan = stage_plan(args)
     for name, jobs in plan: print(f"stage {name}: {len(jobs)} runs to go", flush=True)
     run_jobs([job for _, jobs in plan for job in jobs], args.jobs)
@@ -343,28 +351,94 @@ def at_least_one(text:str) -> int:
     return n
 
 
+def folder_name(text:str) -> Path:
+    "argparse type: a folder's name ('' would be the current folder)."
+    if not text.strip(): raise argparse.ArgumentTypeError(f"{text!r} is not a folder name; give the folder of the runs")
+    return Path(text)
+
+
+DEFAULT_CORPUS = Path('~/.cache/sink_nb/corpora/debian-docs')     # where the lang-* configs read the corpus
+TRAINS = ('pilot', 'series', 'knobs', 'stages')                  # the commands that write runs
+
+
+def tool_names() -> set[str]:
+    "The run folders this tool makes: series, knob and pilot runs."
+    series = {f'{c}-seed{s}' for c in SIZES for s in SERIES_SEEDS}
+    return series | {f'{k}-seed{s}' for k in KNOBS for s in SERIES_SEEDS} | {f'lr-{lr:g}' for lr in PILOT_LRS}
+
+
+def out_problem(out:Path, flag:str, train:bool) -> str|None:
+    "Why `out` cannot be this command's folder of runs (None: it can)."
+    if out.is_file(): return f"{flag} {out} is a file, not a folder"
+    if not out.exists(): return None if train else f"{flag} {out}: no folder there"
+    if (out / 'config.yaml').exists(): return f"{flag} {out} is a run folder; give the folder that holds the runs"
+    odd = sorted(p.name for p in out.iterdir() if p.name not in tool_names() or not p.is_dir())
+    if train and odd:
+        return f"{flag} {out} holds what this tool does not write ({', '.join(odd[:5])}); give a folder of its own"
+    return None
+
+
+def corpus_problem(args) -> str|None:
+    "Why the runs could not read their corpus (None: the files are there)."
+    if args.prepared is not None:
+        if (args.prepared / 'meta.json').is_file(): return None
+        return f"--prepared {args.prepared} holds no meta.json of prepared shards"
+    corpus = (args.corpus or DEFAULT_CORPUS).expanduser()
+    missing = [f for f in ('train.jsonl', 'heldout.jsonl', 'tokenizer') if not (corpus / f).exists()]
+    if not missing: return None
+    build = 'build it with `sink-nb corpus debian-docs`' + ('' if args.corpus else ' or give --corpus')
+    return f"--corpus {corpus} holds no {', '.join(missing)}: {build}"
+
+
+def argument_problem(args) -> str|None:
+    "The first argument that cannot work for this command, as one line (None: all can)."
+    train = args.what in TRAINS
+    if args.what == 'stages' and args.knobs_out is None: return '--knobs-out: stages needs the folder of the knob runs'
+    outs = [('--out', args.out)] + ([('--knobs-out', args.knobs_out)] if args.what == 'stages' else [])
+    problems = [out_problem(out, flag, train) for flag, out in outs]
+    if train: problems.append(corpus_problem(args))
+    if args.what == 'summarize':
+        corpus = (args.corpus or DEFAULT_CORPUS).expanduser()
+        if not (corpus / 'card.json').is_file():
+            problems.append(f"--corpus {corpus} holds no card.json (a corpus `sink-nb corpus debian-docs` built)")
+    if args.what in ('summarize', 'merge') and not args.json:
+        problems.append(f'--json: {args.what} needs a file to write')
+    return next((p for p in problems if p), None)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('what', choices=('pilot', 'series', 'knobs', 'stages', 'status', 'summarize', 'merge'))
-    p.add_argument('--out', type=Path, required=True, help='folder of the runs')
+    p.add_argument('--out', type=folder_name, required=True, help='folder of the runs')
     p.add_argument('--corpus', type=Path, help='a built debian-docs corpus elsewhere than the configs say')
     p.add_argument('--data-dir', type=Path, help='where prepared token shards are kept')
     p.add_argument('--prepared', type=Path, help="train on these prepared shards (a folder --data-dir holds) instead of "
                                                  "the corpus's text")
-    p.add_argument('--steps', type=int, default=12500, help='steps of each series run (32 x 256 tokens each)')
-    p.add_argument('--until', type=int, help='train every run only to this step for now (a stage; resumed later)')
+    p.add_argument('--steps', type=at_least_one, default=12500, help='steps of each series run (32 x 256 tokens each)')
+    p.add_argument('--until', type=at_least_one, help='train every run only to this step for now (a stage; resumed '
+                                                      'later)')
     p.add_argument('--sizes', nargs='+', choices=SIZES, help='a subset of the sizes')
     p.add_argument('--jobs', type=at_least_one, default=2, help='runs at once, one thread each (summarize: runs measured at once)')
     p.add_argument('--trained-on', default='CPU (2 cores)', help="summarize: the machine the runs trained on, as the "
                                                                "JSON's `device` says")
-    p.add_argument('--knobs-out', type=Path, help='stages: folder of the knob runs')
+    p.add_argument('--knobs-out', type=folder_name, help='stages: folder of the knob runs')
     p.add_argument('--json', help='pilot, summarize: write the result here')
     p.add_argument('--quiet', action='store_true')
     p.add_argument('--sources', nargs='+', help='merge: summaries of the same runs (JSON), oldest first')
     args = p.parse_args(argv)
+    if problem := argument_problem(args): p.error(problem)
+    out = args.out.absolute()
+    made = next((d for d in [*reversed(out.parents), out] if not d.exists()), None)     # the first folder made here
+    try:
+        if args.what in TRAINS: out.mkdir(parents=True, exist_ok=True)
+    except OSError as e: p.error(f"--out {args.out} cannot be made: {e.strerror}")
     os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    dict(pilot=pilot, series=series, knobs=knobs, stages=stages, status=status, summarize=summarize,
-         merge=merge)[args.what](args)
+    try: dict(pilot=pilot, series=series, knobs=knobs, stages=stages, status=status, summarize=summarize,
+              merge=merge)[args.what](args)
+    finally:                                    # a start that failed leaves no empty --out behind
+        for d in [out, *out.parents]:
+            if made is None or not d.is_relative_to(made) or not d.is_dir() or any(d.iterdir()): break
+            d.rmdir()
 
 
 if __name__ == '__main__':

@@ -14,14 +14,15 @@ from fastcore.basics import patch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, check_int,
-                            check_tensor)
+from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, Registry, check_bool, check_choice,
+                            check_fields, check_float, check_int, check_tensor)
 
 # %% auto #0
-__all__ = ['DIVISORS', 'NORMALIZERS', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing',
+__all__ = ['DIVISORS', 'NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing',
            'uniform_first_alpha', 'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range',
-           'AttentionOp', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK', 'attention_weights',
-           'unsupported_reason', 'choose_backend', 'auto_chunk', 'QueryChunk', 'query_chunks', 'attend']
+           'AttentionOp', 'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK',
+           'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk', 'QueryChunk', 'query_chunks',
+           'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -136,6 +137,32 @@ class AttentionOp:
     fused:bool = False                   # computed by fused softmax kernels
     formula:Callable|None = None         # the weights written out: (scores, visible, normalize) -> A; tests' yardstick
 
+# %% ../nbs/01_attention.ipynb #a53ccaca
+PROXY_RULES = ('weights', 'sum', 'abs')     # how the metric reads an operation's weights (`metric_weights`)
+
+def _check_functions(op:AttentionOp, at:str):
+    "A ValueError unless `op`'s score_map and formula are functions or None, its feature a function, 'learned' or None."
+    for field in ('score_map', 'formula'):
+        if not (getattr(op, field) is None or callable(getattr(op, field))):
+            raise ValueError(f"`{at}{field}` must be a function or None, got {getattr(op, field)!r}")
+    if not (op.feature is None or op.feature == 'learned' or callable(op.feature)):
+        raise ValueError(f"`{at}feature` must be a function, 'learned' or None, got {op.feature!r}")
+
+# %% ../nbs/01_attention.ipynb #d63864ff
+def check_attention_op(name:str, op:AttentionOp, registry) -> AttentionOp:
+    "`op` if each field holds what it may (an AttentionOp of that name, as `checks.Registry` saw); else a ValueError."
+    at = f"{registry.name}[{name!r}]."
+    check_choice(op.normalizer, at + 'normalizer', NORMALIZERS)
+    _check_functions(op, at)
+    check_bool(op.optional_norm, at + 'optional_norm'); check_bool(op.fused, at + 'fused')
+    check_float(op.fixed_logit, at + 'fixed_logit', allow_none=True)
+    check_choice(op.proxy_rule, at + 'proxy_rule', PROXY_RULES)
+    check_choice(op.proxy_rule_normalized, at + 'proxy_rule_normalized', (None, *PROXY_RULES))
+    if op.fused and (op.normalizer != 'softmax' or op.score_map is not None or op.feature is not None):
+        raise ValueError(f"{registry.name}[{name!r}] is declared fused=True (computed by softmax kernels), yet it is "
+                         "not softmax of the scores: a fused entry has normalizer='softmax', no score_map, no feature")
+    return op
+
 # %% ../nbs/01_attention.ipynb #fc2707cf
 def _exp_rows(s:Tensor, vis:Tensor, normalize:bool) -> Tensor:
     "The paper's softmax: exp(s_j) / Σ_k exp(s_k) over the visible keys."
@@ -156,7 +183,7 @@ def _mapped_rows(f:Callable, clamp:bool=False) -> Callable:
     return rows
 
 # %% ../nbs/01_attention.ipynb #cd9d56be
-ATTENTION_OPS = {op.name: op for op in [
+ATTENTION_OPS = Registry('ATTENTION_OPS', AttentionOp, check_attention_op, [
     AttentionOp('softmax', fused=True, formula=_exp_rows),
     AttentionOp('softpick', 'softpick', formula=_softpick_rows),
     AttentionOp('sigmoid', 'sum', torch.sigmoid, optional_norm=True, proxy_rule='sum',
@@ -168,7 +195,7 @@ ATTENTION_OPS = {op.name: op for op in [
                 proxy_rule_normalized='weights', formula=_mapped_rows(_identity)),
     AttentionOp('mlp_kernel', 'max_abs', _identity, 'learned', optional_norm=True, proxy_rule='abs',
                 formula=_mapped_rows(_identity, clamp=True)),
-]}
+])
 
 # %% ../nbs/01_attention.ipynb #a1327cd2
 @dataclass(frozen=True)
@@ -553,6 +580,7 @@ def attend(
 
 # %% ../nbs/01_attention.ipynb #06a699db
 ATTENTION_OPS['softmax1'] = AttentionOp('softmax1', fixed_logit=0.0, fused=True, formula=_exp_rows)
+ATTENTION_OPS.builtins |= {'softmax1'}                 # a built-in too: it stays registered
 
 # %% ../nbs/01_attention.ipynb #ab4f8b90
 AttentionName = Annotated[str, OneOf(ATTENTION_OPS)]

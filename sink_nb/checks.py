@@ -5,10 +5,11 @@
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
 import dataclasses, functools, math, numbers, os, signal, threading, types, typing
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal, Union, get_args, get_origin
+from typing import Annotated, Callable, Literal, Union, get_args, get_origin
 
 import torch
 from torch import Tensor
@@ -16,8 +17,8 @@ from torch import Tensor
 # %% auto #0
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
-           'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'interrupt_safe',
-           'raise_if_interrupted', 'eval_mode', 'write_text_whole']
+           'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry', 'Registry',
+           'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -194,6 +195,51 @@ def coerce(v, hint, name:str):
         if _wants(hint, int) and x.is_integer() and not _wants(hint, float): v = int(x)
         elif _wants(hint, float): v = x
     return check_value(v, hint, name)
+
+# %% ../nbs/00_checks.ipynb #9348e899
+def _kind_text(kind) -> str: return ' or '.join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+
+def check_entry(registry, key, entry):
+    "`entry` if it may be registered as `key` in `registry`; else an error naming the registry, key and what is wrong."
+    name, kind = registry.name, registry.kind
+    if not (isinstance(key, str) and key.strip() == key and key.isprintable() and key[:1] not in ('', '.', '-')
+            and not {'/', '\\'} & set(key)):                  # a name on a command line, in a file name, in JSON
+        raise ValueError(f"a key of {name} must be a name: text without '/' or '\\', not starting with '.' or '-', "
+                         f"nor with a space at either end; got {key!r}")
+    if not isinstance(entry, kind):
+        raise TypeError(f"{name}[{key!r}] must be a {_kind_text(kind)}, got {type(entry).__name__}")
+    if getattr(entry, 'name', key) != key:
+        raise ValueError(f"{name}[{key!r}] is named {entry.name!r}: an entry is registered under its own name")
+    if key in registry.builtins and registry.get(key, entry) is not entry:
+        raise ValueError(f"{key!r} is a built-in of {name} (one of {sorted(registry.builtins)}); register yours "
+                         "under a name of its own")
+    return entry if registry.check is None else registry.check(key, entry, registry)
+
+# %% ../nbs/00_checks.ipynb #9728d02d
+class Registry(MutableMapping):
+    "A dict name -> entry that checks each entry on insert (`check_entry`) and keeps its built-ins; others may go."
+    def __init__(self,
+                 name:str,                    # the registry in errors: 'POLICIES'
+                 kind:type|tuple,             # what an entry must be: Policy, dict, ...
+                 check:Callable|None=None,    # (key, entry, registry) -> entry, or an error saying what is wrong
+                 entries=(),                  # the built-ins: a dict key -> entry, or entries that carry `.name`
+                 builtins=None):              # names that stay once registered; None: the keys of `entries`
+        self.name, self.kind, self.check, self._entries = name, kind, check, {}
+        entries = dict(entries) if isinstance(entries, Mapping) else {getattr(e, 'name', None): e for e in entries}
+        self.builtins = frozenset(entries if builtins is None else builtins)
+        self.update(entries)
+
+    def __setitem__(self, key, entry): self._entries[key] = check_entry(self, key, entry)
+    def __delitem__(self, key):
+        if key in self.builtins: raise ValueError(f"{key!r} is a built-in of {self.name}: it stays registered")
+        del self._entries[key]
+    def __getitem__(self, key):
+        if key in self: return self._entries[key]
+        raise KeyError(f"{self.name} has no {key!r}; it holds {list(self._entries)}")
+    def __contains__(self, key): return isinstance(key, str) and key in self._entries
+    def __iter__(self): return iter(self._entries)
+    def __len__(self): return len(self._entries)
+    def __repr__(self): return f"Registry {self.name}({list(self._entries)})"
 
 # %% ../nbs/00_checks.ipynb #67f19b14
 class _Guard:

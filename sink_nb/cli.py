@@ -284,13 +284,16 @@ def _prepare_parser(sub):
 # %% ../nbs/30_cli.ipynb #9377b08e
 def _corpus_parser(sub):
     c = sub.add_parser('corpus', help="build a natural-text corpus from Debian's documentation packages, and its "
-                                      "tokenizer", description="Fetch documentation packages with apt-get download, "
+                                      "tokenizer", description="Fetch documentation packages with apt-get download "
+                       "(about 604 MB of .deb files for debian-docs, kept in --cache, default ~/.cache/sink_nb/debs, "
+                       "outside --out, so a second build fetches nothing), "
                        "unpack them with dpkg-deb -x (never installed), keep their English prose, and train a "
                        "byte-level BPE tokenizer on it.")
     c.add_argument('name', choices=RegistryChoices('sink_nb.corpora', 'PACKAGE_CORPORA'), metavar='NAME',
                    help='a package corpus of sink_nb.corpora.PACKAGE_CORPORA: %(choices)s')
     c.add_argument('--out', type=path_arg, help='folder to write (default ~/.cache/sink_nb/corpora/NAME)')
-    c.add_argument('--cache', type=path_arg, help='where .deb files are kept (default ~/.cache/sink_nb/debs)')
+    c.add_argument('--cache', type=path_arg, help='where the downloaded .deb files are kept, outside --out '
+                                                  '(default ~/.cache/sink_nb/debs)')
     c.add_argument('--packages', nargs='+', metavar='PACKAGE', help="a subset of the corpus's packages")
     c.add_argument('--vocab-size', type=int_at_least(258), default=4096, help='tokenizer entries (default 4096)')
     c.add_argument('--num-proc', type=int_at_least(1), help='processes reading packages (default: the cores)')
@@ -399,7 +402,9 @@ def _study_reports(study, out:Path, json_file:Path|None, command:str):
     except (OSError, ValueError) as e: raise SystemExit(f"sink-nb study: {e}") from None
     if json_file: save_output(json_file, (out / 'study.json').read_text())
     lost = ''.join(f"# did not finish: {v} seed {s}: {why}\n" for v, s, why in study.failures())
-    save_output(out / 'study.txt', f"$ {command}\n# {study.meta['seconds']:.0f} s on {_cores()} cores\n{table}\n{lost}")
+    commands = ''.join(f"$ {c}\n" for c in study.meta.get('commands') or [command])    # each that trained runs here
+    took = f"# the last: {study.meta['seconds']:.0f} s on {_cores()} cores\n"
+    save_output(out / 'study.txt', f"{commands}{took}{table}\n{lost}")
     print(f"wrote {out / 'study.json'} and {out / 'study.txt'}" + (f" and {json_file}" if json_file else ''))
 
 def _check_study_out(out:Path, labels):
@@ -410,24 +415,21 @@ def _check_study_out(out:Path, labels):
         raise SystemExit(f"sink-nb study: {out / 'study.json'} is not a study saved by sink_nb; move it away first")
 
 def run_cpu_study(args) -> 'Study':
-    "The `study` command: train a CPU study's variants for each seed, print the summary, write study.json and .txt."
-    from sink_nb.studies import CPU_STUDIES, run_study                 # NAME and --setting: checked by the parser
-    if unknown := [o for o in args.only or [] if o not in CPU_STUDIES[args.name]]:
-        raise SystemExit(f"sink-nb study: --only names no variant of {args.name!r}: {unknown}; its variants: "
-                         f"{list(CPU_STUDIES[args.name])}")
-    if twice := sorted({o for o in args.only or [] if args.only.count(o) > 1}):
-        raise SystemExit(f"sink-nb study: --only lists {twice} more than once")
-    out = args.out or Path('runs') / f'study-{args.name}'
+    "The `study` command: train a study's variants for each seed into --out, beside its runs there; summarise them all."
+    from sink_nb.studies import CPU_STUDIES, plan_study, run_study, study_out   # NAME and --setting: parser-checked
+    out = args.out or study_out(args.name, args.setting)
     check_outputs([out], args.json)                                   # not among the runs it trains
     _check_study_out(out, CPU_STUDIES[args.name])
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    try: chosen, earlier = plan_study(args.name, out, seeds, args.only, args.steps, setting=args.setting)[1:]
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb study: {e}") from None
     command = (f"sink-nb study {args.name} --seeds {args.seeds} --jobs {args.jobs} --out {out}"
                + (f" --first-seed {args.first_seed}" if args.first_seed else '')
                + (f" --setting '{args.setting}'" if args.setting != 'demo' else '')
                + (f" --steps {args.steps}" if args.steps else '')
                + (' --only ' + ' '.join(repr(o) for o in args.only) if args.only else '')
                + (f" --json {args.json}" if args.json else ''))
-    _fresh_out(out, _STUDY_REPORTS, 'study')
+    _study_start(out, earlier, chosen, seeds)
     try: study = run_study(args.name, out, seeds, args.only, args.steps, args.jobs, command, setting=args.setting)
     except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb study: {e}") from None
     _study_reports(study, out, args.json, command)
@@ -436,6 +438,21 @@ def run_cpu_study(args) -> 'Study':
         raise SystemExit(f"sink-nb study: {len(lost)} of {len(study.runs)} runs did not finish ({said}); the table "
                          f"summarises the others and {out / 'study.json'} records them")
     return study
+
+# %% ../nbs/30_cli.ipynb #c58b0001
+def _study_start(out:Path, earlier:dict, chosen, seeds):
+    "Make --out; say what the study does there: adds seeds to its runs, or trains seeds again (their record removed)."
+    again, had = sorted({s for label, s in earlier if label in chosen and s in seeds}), sorted({s for _, s in earlier})
+    _seeds = lambda listed: f"seed{'s' if len(listed) > 1 else ''} {', '.join(map(str, listed))}"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        old = [name for name in _STUDY_REPORTS if (out / name).is_file()] if again else []
+        if 'study.txt' in old: (out / 'study.txt').unlink()       # it describes runs about to be replaced
+    except OSError as e: raise SystemExit(f"sink-nb study: cannot write in {out} ({e.strerror or e})") from None
+    if again: print(f"training {_seeds(again)} in {out} again" + (f"; removed {', '.join(old)}" if old else '')
+                    + ": the record is written from every run there when they finish")   # run_study: study.json
+    elif earlier: print(f"adding {_seeds(list(seeds))} to the study in {out}, which holds {_seeds(had)}: the record is "
+                        "written from every run there when they finish")
 
 # %% ../nbs/30_cli.ipynb #0483260a
 def _compare_parser(sub):
@@ -464,7 +481,7 @@ def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
                        description='Train every variant of a study of studies.CPU_STUDIES for each seed on the demo '
                                    'task; print final, peak, mean and onset of Sink_1 per variant; write '
-                                   'OUT/study.json and OUT/study.txt (with this command).')
+                                   'OUT/study.json and OUT/study.txt (with the commands) of every run in OUT.')
     s.add_argument('name', metavar='NAME', choices=RegistryChoices('sink_nb.studies', 'CPU_STUDIES'),
                    help='a study of sink_nb.studies.CPU_STUDIES: %(choices)s')
     s.add_argument('--seeds', type=int_at_least(1), default=5, help='seeds per variant (default 5)')
@@ -475,9 +492,9 @@ def _study_parser(sub):
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
     s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')
     s.add_argument('--only', nargs='+', metavar='VARIANT', help='a subset of the study\'s variants, by label')
-    s.add_argument('--out', type=path_arg, help='folder for the runs and reports (default runs/study-NAME)')
+    s.add_argument('--out', type=path_arg, help='folder for the runs and reports, one study of one setting '
+                   '(default runs/study-NAME-SETTING); a second request adds its seeds to the runs there')
     s.add_argument('--json', type=output_file, help='also write the study here')
-
 
 # %% ../nbs/30_cli.ipynb #8420ad78
 def _report_out(model:str) -> Path:
@@ -496,9 +513,19 @@ def _print_costs(data:dict):
               f"{e['positions']} positions past the window: perplexity × dense: "
               + ', '.join(f"{p} {v['ratio']:.3f}" for p, v in e['policies'].items() if v['evicts']))
 
+# %% ../nbs/30_cli.ipynb #c58b0002
+def _check_report_args(args):
+    "Refuse an empty MODEL, and --window or --sinks without the --evict they set, before anything is loaded."
+    if not args.model.strip(): raise SystemExit("sink-nb report: MODEL is empty: give a hub id, folder or .gguf file")
+    if not args.evict and (alone := [f for f in ('window', 'sinks') if getattr(args, f) is not None]):
+        flags = ' and '.join(f'--{f}' for f in alone)
+        raise SystemExit(f"sink-nb report: {flags} set{'s' if len(alone) == 1 else ''} the eviction measurement, "
+                         f"which only --evict runs: add --evict, or leave out {flags}")
+
 # %% ../nbs/30_cli.ipynb #b09294dd
 def run_report(args) -> dict:
     "The `report` command: measure MODEL once; write report.html and report.json into --out."
+    _check_report_args(args)
     out = args.out or _report_out(args.model)
     if Path(args.model).exists() and Path(args.model).resolve() in (out.resolve(), *out.resolve().parents):
         raise SystemExit(f"sink-nb report: --out {out} is inside {args.model}, which is read: write it elsewhere")
@@ -506,8 +533,8 @@ def run_report(args) -> dict:
     texts = texts_file(args.texts, 'report') if args.texts else None
     from sink_nb.report import report                                   # here: `sink-nb --help` imports no torch
     try: rep = report(args.model, out, texts, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype, device=args.device,
-                      quantize=args.quantize, evict=args.evict, window=args.window, sinks=args.sinks,
-                      progress=not args.quiet)
+                      quantize=args.quantize, evict=args.evict, window=args.window, progress=not args.quiet,
+                      **({} if args.sinks is None else dict(sinks=args.sinks)))       # unset: report's default
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb report: {type(e).__name__}: {e}") from None
     heads = rep.data['heads']['counts']
@@ -537,7 +564,7 @@ def _report_parser(sub):
     r.add_argument('--evict', action='store_true', help='also the cost of each KV eviction policy on one long text')
     r.add_argument('--window', type=int_at_least(1), help='--evict: keys kept (default 256, on a text of 4 windows; '
                                                           "a run: its positions / 4, on that many tokens)")
-    r.add_argument('--sinks', type=int_at_least(0), default=4, help='--evict: first keys kept by the sinks policy')
+    r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by the sinks policy (default 4)')
     r.add_argument('--quiet', action='store_true', help='no progress bars')
 
 # %% ../nbs/30_cli.ipynb #29596393

@@ -4,9 +4,8 @@
 
 # %% ../nbs/13_corpora.ipynb #d698564f
 from __future__ import annotations
-import codecs, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil, socket, subprocess, tempfile
-import threading, time, urllib.parse, uuid, zlib
-from concurrent.futures import ProcessPoolExecutor
+import codecs, contextlib, gzip, hashlib, html.parser, importlib.resources, json, multiprocessing, os, re, shutil
+import signal, socket, subprocess, sys, tempfile, threading, time, urllib.parse, uuid, zlib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Iterator
@@ -283,11 +282,9 @@ DEBIAN_DOCS_PACKAGES = (
     'libglib2.0-doc', 'libgtk-3-doc', 'ns3-doc', 'grass-doc', 'python-flask-doc', 'python-requests-doc',
     'haskell98-report', 'gnucash-docs', 'clisp-doc', 'bash-doc', 'gnu-standards')
 
-PACKAGE_CORPORA = {
-    'debian-docs': PackageCorpus(DEBIAN_DOCS_PACKAGES, f'English prose of {len(DEBIAN_DOCS_PACKAGES)} Debian '
-                                 'documentation and dictionary packages: HTML manuals and guides, POD pages, dictd '
-                                 'dictionaries'),
-}
+PACKAGE_CORPORA = {'debian-docs': PackageCorpus(DEBIAN_DOCS_PACKAGES, f'English prose of {len(DEBIAN_DOCS_PACKAGES)} '
+                   'Debian documentation and dictionary packages: HTML manuals and guides, POD pages, dictd '
+                   'dictionaries')}
 
 # %% ../nbs/13_corpora.ipynb #af0baae5
 def _apt_record(package:str) -> tuple[str, str]|None:
@@ -535,9 +532,8 @@ def _card_text(card:dict) -> str:
              f"held-out sentences of {t['heldout_overlap']['min_chars']}+ characters also stand word for word in "
              "train.jsonl.", '',
              "Each package was fetched with `apt-get download` and unpacked with `dpkg-deb -x` (never installed). "
-             "Kept: paragraphs of HTML and POD pages and dictd entries that read as English prose "
-             f"(>= {card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at "
-             "least "
+             "Kept: paragraphs of HTML and POD pages and dictd entries that read as English prose (>= "
+             f"{card['min_words']} words, >= 75 % letters, >= 15 % English function words), in documents of at least "
              f"{card['min_doc_words']} words. Dropped: <pre> code blocks, scripts, navigation, verbatim POD, repeated "
              "paragraphs. Licences: the `License:` fields of each package's Debian copyright file, copied in full "
              "under copyright/.", '']
@@ -551,15 +547,28 @@ def _card_text(card:dict) -> str:
     return '\n'.join(lines) + '\n'
 
 # %% ../nbs/13_corpora.ipynb #39a5d1ed
+def _reader_signals():
+    "A reading worker leaves Ctrl-C to the main process, and ends on SIGTERM through its `with` blocks."
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))          # its unpacked package is removed on the way out
+
+@contextlib.contextmanager
+def _sigterm_exits():
+    "In this block a SIGTERM ends the main thread as a Ctrl-C does, through every `finally`."
+    if threading.current_thread() is not threading.main_thread(): yield; return      # only it can take signals
+    old = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try: yield
+    finally: signal.signal(signal.SIGTERM, old)
+
 def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_words, min_doc_words, num_proc,
                    progress) -> dict:
-    "Read every package in worker processes, write the documents in package order; the card."
+    "Read every package in worker processes (terminated on leaving: a Ctrl-C acts at once), in order; the card."
     from sink_nb import __version__
     seen, rows, t0 = set(), [], time.time()
     jobs = [(p, str(d), min_words) for p, d in debs.items()]
     with open(tmp / 'train.jsonl', 'w') as train, open(tmp / 'heldout.jsonl', 'w') as held, \
-         ProcessPoolExecutor(num_proc or len(os.sched_getaffinity(0))) as ex:
-        for r in tqdm(ex.map(_package_pages, jobs), total=len(jobs), desc='read', disable=not progress):
+         multiprocessing.Pool(num_proc or len(os.sched_getaffinity(0)), initializer=_reader_signals) as pool:
+        for r in tqdm(pool.imap(_package_pages, jobs), total=len(jobs), desc='read', disable=not progress):
             counts = _write_documents(r, seen, dict(train=train, heldout=held), min_doc_words, corpus.heldout_per_mille)
             deb = debs[r['package']]
             if r['copyright'] is not None: (tmp / 'copyright' / r['package']).write_text(r['copyright'])
@@ -594,17 +603,18 @@ def build_package_corpus(
     check_int(num_proc, 'num_proc', 1, allow_none=True)
     out, cache = Path(out).expanduser(), Path(cache or '~/.cache/sink_nb/debs').expanduser()
     _refuse_corpus_out(out, overwrite)
-    debs = {p: fetch_package(p, cache) for p in tqdm(packages, desc='fetch', disable=not progress)}
-    tmp = working_folder(out, 'corpus build')
-    try:
-        (tmp / 'copyright').mkdir(parents=True)
-        card = _read_packages(name, corpus, debs, tmp, min_words, min_doc_words, num_proc, progress)
-        if card['totals']['heldout_documents'] == 0:
-            raise ValueError(f"no document of {card['totals']['documents']} was held out at "
-                             f"{corpus.heldout_per_mille} per 1000; raise `heldout_per_mille` or read more packages")
-        (tmp / 'card.json').write_text(json.dumps(card, indent=1)); (tmp / 'CARD.md').write_text(_card_text(card))
-        _publish_corpus(tmp, out)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
+    with _sigterm_exits():
+        debs = {p: fetch_package(p, cache) for p in tqdm(packages, desc='fetch', disable=not progress)}
+        tmp = working_folder(out, 'corpus build')
+        try:
+            (tmp / 'copyright').mkdir(parents=True)
+            card = _read_packages(name, corpus, debs, tmp, min_words, min_doc_words, num_proc, progress)
+            if card['totals']['heldout_documents'] == 0:
+                raise ValueError(f"no document of {card['totals']['documents']} was held out at "
+                                 f"{corpus.heldout_per_mille} per 1000; raise `heldout_per_mille` or add packages")
+            (tmp / 'card.json').write_text(json.dumps(card, indent=1)); (tmp / 'CARD.md').write_text(_card_text(card))
+            _publish_corpus(tmp, out)
+        finally: shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 # %% ../nbs/13_corpora.ipynb #a9116d65

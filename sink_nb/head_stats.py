@@ -5,7 +5,6 @@
 # %% ../nbs/02_head_stats.ipynb #2769889b
 from __future__ import annotations
 import math
-from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -13,12 +12,12 @@ import torch
 from torch import Tensor
 
 from .attention import QK, AttentionSpec, QueryChunk, query_chunks, visible
-from .checks import check_int, check_tensor
+from .checks import Registry, check_int, check_tensor
 
 # %% auto #0
-__all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'HeadStat', 'check_head_stat', 'HeadStats',
-           'diagonal_stat', 'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk',
-           'head_stats_from_qk', 'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
+__all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'HeadStat', 'check_head_stat', 'diagonal_stat',
+           'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk', 'head_stats_from_qk',
+           'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
 
 # %% ../nbs/02_head_stats.ipynb #bc963b60
 @dataclass(frozen=True)
@@ -53,34 +52,15 @@ ACTIVATION_STATS = ('hidden_norm', 'massive_ratio', 'residual_entropy', 'k_norm'
                     'head_v_norm', 'head_out_norm')     # what a measurement with activations adds to `stats`
 BUILT_IN_STATS = ('attn_entropy', 'zero_share', 'near_share')   # `SinkResult.heads` and `trajectory` read them
 
-def check_head_stat(name, stat, registered:dict) -> HeadStat:
-    "`stat` if it may be registered as `name`: a HeadStat of that name, neither an activation's nor a built-in's."
-    if not isinstance(stat, HeadStat):
-        raise TypeError(f"HEAD_STATISTICS[{name!r}] must be a HeadStat(name, about, per_chunk, finish), got "
-                        f"{type(stat).__name__}")
-    if name != stat.name: raise ValueError(f"a HeadStat is registered under its own name {stat.name!r}, not {name!r}")
+def check_head_stat(name:str, stat:HeadStat, registry) -> HeadStat:
+    "`stat` if it may be registered as `name` (a HeadStat of that name, `checks.Registry` saw): no activation's name."
     if name in ACTIVATION_STATS:
         raise ValueError(f"{name!r} is the name of an activation statistic, which it would replace in every result; "
                          f"a head statistic may not take any of {list(ACTIVATION_STATS)}")
-    if name in BUILT_IN_STATS and registered.get(name, stat) is not stat:
-        raise ValueError(f"{name!r} is a built-in head statistic (one of {list(BUILT_IN_STATS)}); register yours "
-                         "under a name of its own")
     return stat
 
 # %% ../nbs/02_head_stats.ipynb #5b7e2c11
-class HeadStats(MutableMapping):
-    "The registry, a dict name -> HeadStat that refuses an entry `check_head_stat` refuses, and removing a built-in."
-    def __init__(self, stats=()): self._stats = {}; self.update({s.name: s for s in stats})
-    def __getitem__(self, name): return self._stats[name]
-    def __setitem__(self, name, stat): self._stats[name] = check_head_stat(name, stat, self._stats)
-    def __delitem__(self, name):
-        if name in BUILT_IN_STATS: raise ValueError(f"{name!r} is a built-in head statistic: it stays registered")
-        del self._stats[name]
-    def __iter__(self): return iter(self._stats)
-    def __len__(self): return len(self._stats)
-    def __repr__(self): return f'HeadStats({sorted(self._stats)})'
-
-HEAD_STATISTICS = HeadStats([
+HEAD_STATISTICS = Registry('HEAD_STATISTICS', HeadStat, check_head_stat, builtins=BUILT_IN_STATS, entries=[
     HeadStat('attn_entropy', "entropy (nats) of each query's attention |A|/Σ|A|, mean over queries", _row_entropy,
              lambda total, T: total / T),
     HeadStat('zero_share', 'share of exactly-zero weights among the keys each query sees', _zeros_and_seen,
@@ -151,6 +131,27 @@ def select_head_stats(
         chosen[name] = diagonal_stat(name, *d)
     return chosen
 
+# %% ../nbs/02_head_stats.ipynb #880d26ea
+def _shape(x) -> str: return str(tuple(x.shape)) if isinstance(x, Tensor) else type(x).__name__
+
+def _chunk_part(name:str, stat:HeadStat, b:QueryChunk, before) -> Tensor:
+    "What `stat` adds for chunk `b`: a tensor (B, H_kv, G, ...) of the shape the chunks before it gave."
+    part, want = stat.per_chunk(b), tuple(b.weights.shape[:3])
+    if not isinstance(part, Tensor) or tuple(part.shape[:3]) != want or (
+            isinstance(before, Tensor) and part.shape != before.shape):
+        expected = _shape(before) if isinstance(before, Tensor) else f"({', '.join(map(str, want))}, ...)"
+        raise ValueError(f"head statistic {name!r}: `per_chunk` returned shape {_shape(part)} for query rows "
+                         f"{b.i0}..{b.i1 - 1}; expected {expected}: (batch, kv heads, queries per kv head, ...)")
+    return part
+
+def _finished(name:str, stat:HeadStat, total:Tensor, T:int) -> Tensor:
+    "`stat` finished from its total (B, H, ...): a tensor (B, H, ...), or a ValueError naming it and its shape."
+    out, (B, H) = stat.finish(total, T), total.shape[:2]
+    if not isinstance(out, Tensor) or tuple(out.shape[:2]) != (B, H):
+        raise ValueError(f"head statistic {name!r} returned shape {_shape(out)}; expected ({B}, {H}, ...): "
+                         "(batch, heads, ...), one value or more per head")
+    return out
+
 # %% ../nbs/02_head_stats.ipynb #f67d6522
 def head_totals(
     parts:Iterable[QueryChunk],  # the chunks of one layer's weights (`attention.query_chunks`, `pattern_chunk`)
@@ -158,12 +159,12 @@ def head_totals(
     T:int,                             # query rows in all
     each:Callable[[QueryChunk], None]|None=None,  # called with every chunk too
 ) -> dict[str, Tensor]:                # {name: (B, H, ...)}
-    "Walk the chunks once: every statistic's total over all query rows, finished."
+    "Walk the chunks once: every statistic's total over all query rows, finished; a statistic's wrong shape is named."
     totals = {}
     for b in parts:
-        for name, s in stats.items(): totals[name] = totals.get(name, 0) + s.per_chunk(b)
+        for name, s in stats.items(): totals[name] = totals.get(name, 0) + _chunk_part(name, s, b, totals.get(name))
         if each is not None: each(b)
-    return {name: stats[name].finish(t.flatten(1, 2), T) for name, t in totals.items()}
+    return {name: _finished(name, stats[name], t.flatten(1, 2), T) for name, t in totals.items()}
 
 # %% ../nbs/02_head_stats.ipynb #cbeca884
 def pattern_chunk(

@@ -381,6 +381,9 @@ def _stack(per_layer:dict, what:str, first:int=0) -> Tensor:
     layers = sorted(per_layer)
     if layers != list(range(first, first + len(layers))):
         raise ValueError(f"{what}: hook values for layers {layers}; expected every layer from {first} without gaps")
+    if len(shapes := [tuple(per_layer[l].shape) for l in layers]) > 1 and len(set(shapes)) > 1:
+        raise ValueError(f"{what}: layers {layers} gave shapes {shapes}; a statistic has one shape (B, ...) in every "
+                         "layer")
     return torch.stack([per_layer[l] for l in layers], 1)
 
 @patch

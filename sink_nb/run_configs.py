@@ -8,12 +8,12 @@ from pathlib import Path
 
 import yaml
 
-from .checks import check_choice, coerce, field_types
+from .checks import Registry, check_choice, coerce, field_types
 from .model import SinkConfig
 from .run_settings import TrainConfig
 
 # %% auto #0
-__all__ = ['CPU_SCALE', 'MITIGATIONS', 'list_configs', 'load_run_config', 'scale_to_cpu', 'mitigation_config']
+__all__ = ['CPU_SCALE', 'MITIGATIONS', 'list_configs', 'load_run_config', 'scale_to_cpu', 'check_mitigation', 'mitigation_config']
 
 # %% ../nbs/12_run_configs.ipynb #46d544b8
 def _config_dir() -> Path:
@@ -106,7 +106,17 @@ def scale_to_cpu(raw:dict) -> dict:
     return raw | dict(model=CPU_SCALE['model'] | model, train=(raw.get('train') or {}) | CPU_SCALE['train'])
 
 # %% ../nbs/12_run_configs.ipynb #2267b8d9
-MITIGATIONS = {                    # name -> the SinkConfig fields that differ from plain softmax attention
+def check_mitigation(name:str, fields:dict, registry) -> dict:
+    "`fields` if they set SinkConfig fields of attention that the tiny model accepts (a dict, `checks.Registry` saw)."
+    allowed = sorted(set(field_types(SinkConfig)) - {'name', *_SIZE_FIELDS})      # a CPU run replaces name and size
+    if bad := [f for f in fields if f not in allowed]:
+        raise ValueError(f"{registry.name}[{name!r}] sets {bad}: a mitigation sets SinkConfig fields of attention, not "
+                         f"the model's name or size; it may set {allowed}")
+    try: SinkConfig.from_name('tiny-cpu', **fields)
+    except (ValueError, TypeError) as e: raise ValueError(f"{registry.name}[{name!r}] = {fields}: {e}") from None
+    return fields
+
+MITIGATIONS = Registry('MITIGATIONS', dict, check_mitigation, {   # name -> the SinkConfig fields differing from softmax
     'softmax': {},
     'softmax1': dict(attention='softmax1'),                    # off-by-one: a fixed zero logit in every row
     'sink-logit': dict(sink_logit=True),                       # gpt-oss: a learned per-head logit, zero value
@@ -116,7 +126,7 @@ MITIGATIONS = {                    # name -> the SinkConfig fields that differ f
     'k-bias': dict(k_bias=True),                               # Gu et al. §7.3: a learned key slot, v* = 0
     'kv-bias': dict(k_bias=True, v_bias=True),
     'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
-}
+})
 
 def mitigation_config(name:str, scale:str='demo') -> str:
     "The shipped config of mitigation `name` at `scale` ('demo', '60m' or '1b')."

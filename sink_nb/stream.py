@@ -13,13 +13,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import check_choice, check_int, check_token_ids, eval_mode
+from .checks import Registry, check_bool, check_choice, check_int, check_token_ids, eval_mode
 from .model import embedding_rows, n_positions
 
 # %% auto #0
-__all__ = ['POLICIES', 'Policy', 'policy_of', 'kept', 'check_stream_args', 'rerotate_keys', 'evict_to', 'evict_cache',
-           'recomputed_nll', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
-           'perplexity_past_window', 'long_ids', 'load_causal_lm']
+__all__ = ['TABLE_COLUMNS', 'POLICIES', 'Policy', 'wants_back', 'check_policy', 'policy_of', 'kept', 'check_stream_args',
+           'rerotate_keys', 'evict_to', 'evict_cache', 'recomputed_nll', 'stream_nll', 'check_study_args',
+           'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
 # %% ../nbs/20_stream.ipynb #de76243a
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class Policy:
 
     def positions(self, t:int, window:int, sinks:int) -> list[int]:
         "`keep(t, window, sinks)` as ints, checked: positions of 0..t, ascending, t last."
-        keep = [int(p) if isinstance(p, numbers.Integral) else p for p in self.keep(t, window, sinks)]
+        keep = [p if type(p) is int else int(p) if isinstance(p, numbers.Integral) else p   # int first: fast
+                for p in self.keep(t, window, sinks)]
         if not (isinstance(t, int) and keep and keep[-1] == t
                 and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))):
             raise ValueError(f"policy {self.name!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; "
@@ -51,21 +52,69 @@ def _recent(t:int, window:int, sinks:int) -> list[int]: return list(range(max(0,
 def _first_and_recent(t:int, window:int, sinks:int) -> list[int]:
     return sorted(set(range(min(sinks, t + 1))) | set(_recent(t, window, sinks)))
 
-POLICIES = {p.name: p for p in [
+# %% ../nbs/20_stream.ipynb #abb6ae2f
+def wants_back(p:Policy, window:int, sinks:int, T:int) -> str|None:
+    "Why a KV cache cannot stream `p` over T tokens: a position it keeps after the cache dropped it; None: it can."
+    before = p.positions(0, window, sinks)
+    for t in range(1, T):
+        keep = p.positions(t, window, sinks)
+        if lost := sorted(set(keep[:-1]) - set(before)):
+            held = f"{before[:6]}".rstrip(']') + (', ...]' if len(before) > 6 else ']')
+            return (f"keeps position {lost[0]} when token {t} is read, after the cache dropped it (it kept {held} when "
+                    f"token {t - 1} was read); a KV cache cannot bring a key back: register it with cached=False "
+                    "(each prediction recomputed from the kept tokens)")
+        before = keep
+    return None
+
+# %% ../nbs/20_stream.ipynb #169f4254
+TABLE_COLUMNS = ('first', 'last', 'positions')    # a study's table row: these, then one column per policy
+_SMALL = [(window, sinks) for window in (1, 2, 3, 8) for sinks in (0, 1, 2, 4)]   # cases an entry's `keep` runs on
+_SMALL_T = 48                                      # tokens of each case
+
+def _contradiction(p:Policy, window:int, sinks:int) -> str|None:
+    "What `p`'s `keep` does against its declared fields over `_SMALL_T` tokens, in words; None: nothing."
+    for t in range(_SMALL_T):
+        try: keep = p.positions(t, window, sinks)
+        except ValueError as e: return str(e)
+        except Exception as e: return f"its `keep` fails when token {t} is read: {type(e).__name__}: {e}"
+        if not p.evicts and len(keep) <= t:
+            return f"it keeps {keep[:6]} when token {t} is read, yet it is declared evicts=False (every key kept)"
+        if p.sink_slots and sinks and not set(range(min(sinks, t + 1))) <= set(keep):
+            return (f"it keeps {keep[:6]} when token {t} is read, yet it is declared sink_slots=True (the first "
+                    f"{sinks} positions kept)")
+    why = wants_back(p, window, sinks, _SMALL_T) if p.cached and p.evicts else None
+    return None if why is None else f"it {why}"
+
+# %% ../nbs/20_stream.ipynb #fc9f75f4
+def check_policy(name:str, p:Policy, registry) -> Policy:
+    "`p` if it may be registered as `name` (a Policy of that name, `checks.Registry` saw): its `keep` does as declared."
+    if name in TABLE_COLUMNS:
+        raise ValueError(f"{registry.name}[{name!r}]: a policy may not be named {name!r}: a study's table has a column "
+                         f"of that name ({', '.join(TABLE_COLUMNS)}), so `stream` and `report --evict` would refuse it")
+    try:
+        check_bool(p.cached, 'cached'); check_bool(p.evicts, 'evicts'); check_bool(p.sink_slots, 'sink_slots')
+        if not (isinstance(p.about, str) and callable(p.keep)):
+            raise ValueError(f"`about` must be a string and `keep` a function, got {type(p.about).__name__} and "
+                             f"{type(p.keep).__name__}")
+    except ValueError as e: raise ValueError(f"{registry.name}[{name!r}]: {e}") from None
+    for window, sinks in _SMALL:
+        if (why := _contradiction(p, window, sinks)) is not None:
+            raise ValueError(f"{registry.name}[{name!r}] contradicts itself: with window = {window} and sinks = "
+                             f"{sinks} {why}")
+    return p
+
+POLICIES = Registry('POLICIES', Policy, check_policy, [
     Policy('dense', 'every earlier key (the ordinary cache)', lambda t, window, sinks: list(range(t + 1)),
            evicts=False),
     Policy('window', 'the last `window` keys', _recent),
     Policy('sinks', 'the first `sinks` keys and the last `window` (StreamingLLM)', _first_and_recent, sink_slots=True),
     Policy('recompute', 'the last `window` tokens run from scratch for every prediction', _recent, cached=False),
-]}
+])
 
 # %% ../nbs/20_stream.ipynb #c2e4a6b8
 def policy_of(name:str) -> Policy:
     "The registered policy `name`."
-    check_choice(name, 'policy', tuple(POLICIES))
-    if not isinstance(p := POLICIES[name], Policy) or p.name != name:
-        raise TypeError(f"POLICIES[{name!r}] must be a Policy named {name!r}, got {p!r}")
-    return p
+    return POLICIES[check_choice(name, 'policy', tuple(POLICIES))]
 
 def kept(t:int, policy:str, window:int, sinks:int=4) -> list[int]:
     "Positions of the tokens whose keys the cache holds when the token at position t (0-based) is read."
@@ -81,20 +130,29 @@ def _check_window(window:int, T:int) -> int:
                          f"predicts positions 1..{T - 1} and the window holds them all; use {use}")
     return window
 
+def _ways_to_evict(p:Policy, window:int, sinks:int, T:int) -> str:
+    "What makes `p` evict in a text of T tokens, each checked: fewer sinks, a smaller window, a longer text."
+    full = p.cache_size(window, sinks, T + window + sinks + 2)           # where it would evict in a longer text
+    over = None if full is None else full - (T - 2)                       # the keys too many for this text
+    ways = []
+    if over and p.sink_slots and sinks - over >= 1 and p.cache_size(window, sinks - over, T) is not None:
+        ways.append(f"sinks <= {sinks - over}")                           # each sink slot holds a key
+    if over and window - over >= 1 and p.cache_size(window - over, sinks, T) is not None:
+        ways.append(f"window <= {window - over}")
+    ways.append(f"a text of at least {full + 2} tokens" if full is not None else 'a longer text')
+    return ', '.join(ways[:-1]) + (', or ' if len(ways) > 1 else '') + ways[-1]
+
 def _check_evicts(p:Policy, window:int, sinks:int, T:int):
     "An error when `p` evicts no key in a text of `T` tokens: it would be dense."
     if p.cache_size(window, sinks, T) is not None: return
-    full = p.cache_size(window, sinks, T + window + sinks + 2)           # where it would evict in a longer text
-    longer = f"T >= {full + 2}" if full is not None else 'a longer text'
-    if p.sink_slots:                            # each sink slot holds a key: fewer sinks leave room to evict
-        fewer = f"sinks <= {max(sinks - (full - (T - 2)), 0)}" if full is not None else 'fewer sinks'
+    if p.sink_slots:
         raise ValueError(f"`sinks` = {sinks} and `window` = {window} keep every token of a text of `T` = {T}: nothing "
-                         f"is evicted and the {p.name} policy is dense; use {fewer}, or {longer}")
+                         f"is evicted and the {p.name} policy is dense; use {_ways_to_evict(p, window, sinks, T)}")
     raise ValueError(f"policy {p.name!r} keeps every token of a text of `T` = {T} with `window` = {window} and "
-                     f"`sinks` = {sinks}: nothing is evicted; use {longer} or a smaller cache")
+                     f"`sinks` = {sinks}: nothing is evicted; use {_ways_to_evict(p, window, sinks, T)}")
 
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None):
-    "Clear errors for a streaming request; `n_positions` is the model's limit when it has one."
+    "Clear errors for a streaming request, found by running the policy's `keep`; `n_positions`: the model's limit."
     p = policy_of(policy)
     check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
     if p.evicts: _check_window(window, T)                          # a policy that keeps every key has no window
@@ -102,6 +160,8 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
         raise ValueError(f"`sinks` = 0 keeps no first token: the {policy} policy would keep no sinks; use sinks >= 1, "
                          "or a policy that keeps no sinks")
     if p.evicts: _check_evicts(p, window, sinks, T)
+    if p.evicts and p.cached and (why := wants_back(p, window, sinks, T)):      # before minutes of streaming
+        raise ValueError(f"policy {policy!r} {why}")
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
@@ -241,7 +301,7 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
         raise ValueError(f"`policies` must be a non-empty list of {list(POLICIES)}, got {policies!r}")
     if len(set(policies)) < len(policies): raise ValueError(f"`policies` names a policy twice: {list(policies)}")
-    if taken := [p for p in policies if p in ('first', 'last', 'positions')]:           # a table row's own columns
+    if taken := [p for p in policies if p in TABLE_COLUMNS]:                            # a table row's own columns
         raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
     for p in policies: check_stream_args(p, window, sinks, T, n_positions)
     check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
@@ -273,7 +333,7 @@ def _common(curves:dict[str, Tensor]) -> Tensor:
     if not isinstance(curves, dict) or not curves:
         raise ValueError(f"`curves` must be a non-empty dict policy -> NLL (T - 1,), got {type(curves).__name__}")
     for p, c in curves.items():
-        if p in ('first', 'last', 'positions'): raise ValueError(f"`curves` may not name a curve {p!r}: a row's column")
+        if p in TABLE_COLUMNS: raise ValueError(f"`curves` may not name a curve {p!r}: a row's column")
         if not isinstance(c, Tensor) or c.ndim != 1 or not c.is_floating_point():
             raise ValueError(f"`curves[{p!r}]` must be a 1-D float tensor, got {getattr(c, 'shape', type(c).__name__)}")
     if len({len(c) for c in curves.values()}) > 1:

@@ -4,29 +4,61 @@
 
 # %% ../nbs/23_studies.ipynb #eabc7bef
 from __future__ import annotations
-import contextlib, json, math, numbers, os, re, signal, sys, time
-from dataclasses import dataclass, field
+import contextlib, importlib, json, math, numbers, os, pickle, re, signal, sys, time
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import check_choice, check_int, write_text_whole
-from .model import measure_model
+from .checks import Registry, check_choice, check_int, write_text_whole
+from .model import SinkConfig, measure_model
 from .runs import Run
-from .train import NonFiniteTraining, train
+from .train import NonFiniteTraining, TrainConfig, train
 from .run_configs import MITIGATIONS, load_run_config, mitigation_config
 from .evidence import check_rerun, curve_summary, onset_summary
 
 # %% auto #0
-__all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'RERUN_CHECKS', 'in_setting', 'variant_folder', 'train_variant',
-           'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation',
-           'confirmation_groups', 'confirm_claim', 'study_record', 'read_study', 'run_study', 'check_study_rerun',
-           'train_mitigations']
+__all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'WORKER_REGISTRIES', 'RERUN_CHECKS', 'variant_folder', 'check_study',
+           'in_setting', 'study_out', 'variant_configs', 'train_variant', 'late_entries', 'training_pool',
+           'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation', 'confirmation_groups',
+           'confirm_claim', 'study_record', 'read_study', 'study_runs', 'check_study_out', 'plan_study', 'run_study',
+           'check_study_rerun', 'train_mitigations']
+
+# %% ../nbs/23_studies.ipynb #b8d2e002
+def variant_folder(label:str) -> str:
+    "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'; never '.', '..' or hidden."
+    if not isinstance(label, str): raise TypeError(f"a variant label must be a string, got {label!r}")
+    name = re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-.')       # no leading dot: no '..', no '.x'
+    return name[:100].rstrip('-.') or 'variant'                      # a file system's limit is 255 bytes
 
 # %% ../nbs/23_studies.ipynb #63cf15b7
-CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' names another config}
+_STUDY_SETS = ('seed', 'out_dir', 'progress', 'overwrite', 'resume', 'corpus_args')   # train_variant sets these
+
+_SECTIONS = {'model': {f.name for f in fields(SinkConfig)} | {'preset'}, 'train': {f.name for f in fields(TrainConfig)}}
+_OVERRIDE_KEYS = {'config', *(k for s, ks in _SECTIONS.items() for k in (*ks, *(f'{s}.{k}' for k in ks)))}
+
+def check_study(name:str, variants, registry) -> dict:
+    "A study as CPU_STUDIES takes it: label -> overrides of known keys, at least one variant, each with its own folder."
+    where = f"{registry.name}[{name!r}]"
+    if not (isinstance(variants, dict) and variants
+            and all(isinstance(l, str) and isinstance(o, dict) for l, o in variants.items())):
+        raise TypeError(f"{where} must be a dict of variant label -> overrides (a dict), at least one; "
+                        f"got {variants!r:.100}")
+    for label, overrides in variants.items():
+        if unknown := sorted(map(str, set(overrides) - _OVERRIDE_KEYS)):
+            raise ValueError(f"{where} variant {label!r} sets {unknown}: a variant sets 'config' or fields of "
+                             "SinkConfig and TrainConfig (model.FIELD, train.FIELD)")
+        if set_here := sorted({str(k).removeprefix('train.') for k in overrides} & set(_STUDY_SETS)):
+            raise ValueError(f"{where} variant {label!r} sets {set_here}, which the study sets for each run")
+        if not isinstance(overrides.get('config', ''), str):
+            raise TypeError(f"{where} variant {label!r}: 'config' must name a config, got {overrides['config']!r}")
+    if len({variant_folder(l).casefold() for l in variants}) < len(variants):
+        raise ValueError(f"{where}: two variants share a folder: {[variant_folder(l) for l in variants]}")
+    return variants
+
+CPU_STUDIES = Registry('CPU_STUDIES', dict, check_study, {   # study -> {variant: overrides; 'config': another base}
     'optimization': {'lr=0.003': dict(lr=0.003, min_lr=0.0003), 'lr=0.01 (demo)': {},
                      'lr=0.03': dict(lr=0.03, min_lr=0.003)},
     'data': {'BOS first (demo)': {}, 'random x1': dict(random_tokens=[0, 1]),
@@ -45,7 +77,7 @@ CPU_STUDIES = {    # study -> {variant: overrides of demo-softmax; 'config' name
                                     ('8 heads (MHA), d=128', dict(n_kv_head=8, n_embd=128)),
                                     ('2 layers x 4 heads', dict(n_layer=2, n_head=4, n_kv_head=4)))
                for op in ('softmax', 'sigmoid')},
-}
+})
 
 # %% ../nbs/23_studies.ipynb #1c509303
 STUDY_SEEDS = {'exploration': tuple(range(5)), 'confirmation': tuple(range(100, 110))}      # fixed before the runs
@@ -56,41 +88,93 @@ def in_setting(variants:dict, setting:str='demo') -> dict:
     check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
     return {label: dict(STUDY_SETTINGS[setting], **overrides) for label, overrides in variants.items()}
 
-# %% ../nbs/23_studies.ipynb #b8d2e002
-def variant_folder(label:str) -> str:
-    "A folder name for a variant label: its letters, digits and . _ -, the rest as '-'; never '.', '..' or hidden."
-    if not isinstance(label, str): raise TypeError(f"a variant label must be a string, got {label!r}")
-    name = re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-.')       # no leading dot: no '..', no '.x'
-    return name[:100].rstrip('-.') or 'variant'                      # a file system's limit is 255 bytes
+def study_out(name:str, setting:str='demo') -> Path:
+    "The default folder of study `name` in `setting`: runs/study-NAME-SETTING, one study of one setting in each."
+    check_choice(setting, 'setting', tuple(STUDY_SETTINGS))
+    return Path('runs') / f'study-{variant_folder(name)}-{variant_folder(setting)}'
 
 # %% ../nbs/23_studies.ipynb #f564b589
-def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int, progress:bool=False) -> str:
-    "Train one variant (overrides; 'config' names the base, default demo-softmax) with `seed` into `out`; its folder."
-    torch.set_num_threads(threads)
-    settings = dict(overrides); config = settings.pop('config', 'demo-softmax')
+def variant_configs(overrides:dict, seed:int, steps:int|None, out:str, progress:bool=False) -> tuple:
+    "The (model, train) configs of one run of a variant: overrides ('config' names the base, default demo-softmax)."
+    settings = dict(overrides)
+    config = settings.pop('config', 'demo-softmax')
     base = load_run_config(config, settings)[1]
     steps = steps or base.steps
     settings |= dict(steps=steps, seed=seed, out_dir=out, progress=progress, overwrite=True,      # a fresh row per step
                      corpus_args=dict(n=steps * base.batch_size + base.val_blocks))
-    return str(train(*load_run_config(config, settings)[:2]))
+    return load_run_config(config, settings)[:2]
+
+def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int, progress:bool=False) -> str:
+    "Train one variant (overrides; 'config' names the base, default demo-softmax) with `seed` into `out`; its folder."
+    torch.set_num_threads(threads)
+    return str(train(*variant_configs(overrides, seed, steps, out, progress)))
 
 # %% ../nbs/23_studies.ipynb #b8d2e004
-def _pool_worker(bar_lock):
-    "A pool worker: leaves Ctrl-C to its parent (whose terminate() ends the run like a Ctrl-C); the parent's bar lock."
+WORKER_REGISTRIES = ('attention.ATTENTION_OPS', 'attention.NORMALIZERS', 'model.NORMS', 'model.MLPS', 'model.GATES',
+                     'model.INITS', 'positions.POSITIONS', 'run_configs.MITIGATIONS')  # plain dicts a run reads
+
+def _registry(where:str):
+    "The registry 'module.NAME' of sink_nb."
+    return getattr(importlib.import_module(f"sink_nb.{where.split('.')[0]}"), where.split('.')[1])
+
+def _registries() -> dict:
+    "'module.NAME' -> each registry a training process may read: WORKER_REGISTRIES and every Registry of sink_nb."
+    found = {r: _registry(r) for r in WORKER_REGISTRIES}
+    for module in [m for n, m in list(sys.modules.items()) if n.startswith('sink_nb.')]:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Registry) and all(value is not v for v in found.values()):
+                found[f"{module.__name__.removeprefix('sink_nb.')}.{name}"] = value
+    return found
+
+_BUILT_IN = {r: frozenset(registry) for r, registry in _registries().items()}    # what a fresh process holds
+
+# %% ../nbs/23_studies.ipynb #c58a0002
+def late_entries() -> dict[str, dict[str, bytes]]:
+    "'module.NAME' -> {key: pickled entry} of what was registered in this process, which a spawned one lacks."
+    late = {}
+    for r, registry in _registries().items():
+        built_in = getattr(registry, 'builtins', None) or _BUILT_IN.get(r, frozenset())
+        for key in [k for k in registry if k not in built_in]:
+            try: late.setdefault(r, {})[key] = pickle.dumps(registry[key])
+            except Exception as e:                                  # a lambda, a local function, an open file ...
+                raise ValueError(f"{r.split('.')[1]}[{key!r}] was registered in this process and cannot be pickled "
+                                 f"({type(e).__name__}: {e}), so a training process cannot have it: define it at the "
+                                 "top level of a module, or train one run at a time (jobs 1)") from None
+    return late
+
+_UNREACHED = []     # in a training process: the parent's late entries it could not load, with why
+
+def _add_late(late:dict):
+    "Register the parent's `late_entries` in this training process; one that does not load is kept in _UNREACHED."
+    for r, entries in late.items():
+        for key, blob in entries.items():
+            try:
+                if key not in (registry := _registry(r)): registry[key] = pickle.loads(blob)
+            except Exception as e: _UNREACHED.append(f"{r.split('.')[1]}[{key!r}] ({type(e).__name__}: {e})")
+
+# %% ../nbs/23_studies.ipynb #c58a0003
+_LEAVING = []     # in a training process: set as it leaves, when a SIGTERM has nothing left to unwind
+
+def _pool_worker(bar_lock, late:dict):
+    "A pool worker: the parent's bar lock and late entries; leaves Ctrl-C to its parent (terminate() ends it as one)."
+    from multiprocessing.util import Finalize
     from tqdm import tqdm
     tqdm.set_lock(bar_lock)                                    # the parent's: a worker makes no semaphore of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))    # SystemExit: `finally` frees the lock, no traceback
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(130) if _LEAVING else sys.exit(130))   # SystemExit: `finally`
+    # frees the run's lock, no traceback; once leaving, exit at once: an exit inside the exit prints a traceback
+    Finalize(None, _LEAVING.append, args=(True,), exitpriority=100)    # the first thing its exit runs
+    _add_late(late)                                            # never raises: a pool would restart the worker forever
 
 def training_pool(jobs:int):
-    "A `with` block's pool of `jobs` spawned training processes; interrupted, their runs end cleanly (no lock left)."
-    return _pool_block(check_int(jobs, 'jobs', 1))                      # checked now, before any process starts
+    "A `with` block's pool of `jobs` spawned training processes, given this one's late entries; interrupted, runs end."
+    return _pool_block(check_int(jobs, 'jobs', 1), late_entries())     # checked now, before any process starts
 
 @contextlib.contextmanager
-def _pool_block(jobs:int):
+def _pool_block(jobs:int, late:dict):
     import multiprocessing as mp
     ctx = mp.get_context('spawn')
-    pool = ctx.Pool(jobs, initializer=_pool_worker, initargs=(ctx.RLock(),))   # one lock for every worker's bars
+    pool = ctx.Pool(jobs, initializer=_pool_worker, initargs=(ctx.RLock(), late))   # one lock for every worker's bars
     try: yield pool
     except BaseException: pool.terminate(); raise                       # SIGTERM: each run ends as a Ctrl-C ends it
     else: pool.close()                                                  # done: workers leave quietly, no SIGTERM
@@ -98,14 +182,15 @@ def _pool_block(jobs:int):
 
 def _train_task(args:tuple, keep_going:bool) -> str:
     "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
+    if _UNREACHED:
+        raise RuntimeError(f"{', '.join(_UNREACHED)} did not reach a training process: define it at the top level of "
+                           "an importable module, or train one run at a time (jobs 1)")
     try: return train_variant(*args)
     except NonFiniteTraining:
         if not keep_going: raise
         return args[3]
 
 # %% ../nbs/23_studies.ipynb #b8d2e006
-_STUDY_SETS = ('seed', 'out_dir', 'progress', 'overwrite', 'resume', 'corpus_args')   # train_variant sets these
-
 def _variant_folders(variants, steps:int|None=None) -> dict[str, str]:
     "label -> folder of each variant; refused: not label -> overrides, empty, two sharing a folder, a key a study sets."
     if not isinstance(variants, dict) or not all(isinstance(o, dict) for o in variants.values()):
@@ -159,9 +244,10 @@ def _evaluation(e) -> bool:
     return (isinstance(e, dict) and isinstance(e.get('step'), numbers.Integral) and not isinstance(e['step'], bool)
             and isinstance(e.get('val_loss'), numbers.Real) and isinstance(e.get('sink'), dict))
 
-def _check_study(name, variants, runs):
+def _check_study(name, variants, runs, meta=None):
     "Refuse a study that is not a name, variants (label -> overrides) and runs of them, each (variant, seed) once."
     if not isinstance(name, str): raise TypeError(f"a study's `name` must be a string, got {name!r}")
+    if not isinstance(meta or {}, dict): raise TypeError(f"a study's `meta` must be a dict, got {meta!r:.100}")
     ok = isinstance(variants, dict) and all(isinstance(l, str) and isinstance(o, dict) for l, o in variants.items())
     if not ok:
         raise TypeError(f"`variants` must be a dict of label -> overrides (a dict), got {variants!r:.100}")
@@ -188,7 +274,7 @@ class Study:
     command:str = ''              # the command that made it
     meta:dict = field(default_factory=dict)
 
-    def __post_init__(self): _check_study(self.name, self.variants, self.runs)
+    def __post_init__(self): _check_study(self.name, self.variants, self.runs, self.meta)
 
     def curve(self, variant:str, seed:int, stat:str='sink1') -> list[tuple[int, float]]:
         "[(step, value)] of one run's evaluations."
@@ -368,17 +454,72 @@ def read_study(name:str, variants:dict, done:dict, command:str='', meta:dict|Non
     failed = [f"{r['variant']} seed {r['seed']}: {r['failed']}" for r in runs if r.get('failed')]
     return Study(name, variants, runs, command, dict(meta or {}, **({'failed': failed} if failed else {})))
 
+# %% ../nbs/23_studies.ipynb #c58a0004
+def study_runs(out, variants:dict) -> dict[tuple, Path]:
+    "(label, seed) -> folder of each run of the study's `variants` in `out` (out/LABEL/seedK), by label, then seed."
+    found = {}
+    for label, folder in _variant_folders(variants).items():
+        here = Path(out) / folder
+        runs = [p for p in (here.iterdir() if here.is_dir() and not here.is_symlink() else [])
+                if p.name.startswith('seed') and p.is_dir() and not p.is_symlink() and Run(p).is_run]
+        if odd := [p for p in runs if not re.fullmatch(r'seed(0|[1-9][0-9]*)', p.name)]:
+            raise ValueError(f"{odd[0]} is a run, but not a study's seedK folder: move it away, or rename it")
+        found |= {(label, int(p.name[4:])): p for p in sorted(runs, key=lambda p: int(p.name[4:]))}
+    return found
+
+def _run_differs(path:Path, overrides:dict, steps:int|None) -> list[str]:
+    "What the run in `path` was trained with that a run of `overrides` for `steps` is not: 'train.steps 50 there, ...'."
+    have = Run(path).config
+    want = variant_configs(overrides, have.train.seed, steps, str(path))
+    pairs = (('model', asdict(have.model), asdict(want[0])), ('train', asdict(have.train), asdict(want[1])))
+    return [f"{part}.{k} {a[k]!r} there, {b.get(k)!r} here" for part, a, b in pairs for k in a
+            if k not in _STUDY_SETS and json.dumps(a[k], default=str) != json.dumps(b.get(k), default=str)]
+
+# %% ../nbs/23_studies.ipynb #c58a0005
+def check_study_out(out, name:str, variants:dict, steps:int|None=None, setting:str='demo') -> dict[tuple, Path]:
+    "The runs of study `name` (`variants` in `setting`) in `out`; refused: a record or run of other study or settings."
+    out = Path(out)
+    again = f"; a folder holds one study of one setting: give another out folder (default: {study_out(name, setting)})"
+    if is_study_file(out / 'study.json'):
+        saved = Study.load(out / 'study.json')
+        if (saved.name, saved.meta.get('setting', 'demo')) != (name, setting):
+            raise ValueError(f"{out} holds study {saved.name!r} in setting {saved.meta.get('setting', 'demo')!r}, not "
+                             f"{name!r} in setting {setting!r}" + again)
+    runs = study_runs(out, variants)
+    for (label, seed), path in runs.items():
+        if differs := _run_differs(path, variants[label], steps):
+            raise ValueError(f"{path} is not a run of {label!r} in study {name!r}, setting {setting!r}, steps "
+                             f"{steps or 'of the config'}: {'; '.join(differs[:4])}" + again)
+    return runs
+
+def plan_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, variants:dict|None=None,
+               setting:str='demo') -> tuple[dict, dict, dict]:
+    "Study `name`'s variants in `setting`, those to train (`only`), and its runs in `out` already; each checked."
+    if variants is None and name not in CPU_STUDIES:
+        raise ValueError(f"`name` must be one of {list(CPU_STUDIES)} (or pass `variants`), got {name!r}")
+    every = in_setting(CPU_STUDIES[name] if variants is None else variants, setting)
+    chosen = every if only is None else _only(name, every, only)
+    _check_seeds(seeds)
+    _variant_folders(chosen, check_int(steps, 'steps', 1, allow_none=True))
+    for overrides in chosen.values(): variant_configs(overrides, 0, steps, str(out))   # a bad value: before any run
+    return every, chosen, check_study_out(out, name, every, steps, setting)
+
+# %% ../nbs/23_studies.ipynb #c58a0006
 def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:int=2, command:str='',
               variants:dict|None=None, setting:str='demo') -> Study:
-    "Train study `name` (a CPU_STUDIES key, or `variants` given) in `setting` for `seeds` into `out`, read as a Study."
-    variants = variants if variants is not None else CPU_STUDIES.get(name)
-    if variants is None:
-        raise ValueError(f"`name` must be one of {list(CPU_STUDIES)} (or pass `variants`), got {name!r}")
-    if only is not None: variants = _only(name, variants, only)
-    t0, seeds, variants = time.perf_counter(), _check_seeds(seeds), in_setting(variants, setting)
-    done = train_variants(out, variants, seeds, steps, jobs, keep_going=True)    # a diverging run: recorded, not fatal
-    return read_study(name, variants, done, command, dict(seeds=seeds, setting=setting, torch=torch.__version__,
-                                                          seconds=round(time.perf_counter() - t0, 1)))
+    "Train study `name` (a CPU_STUDIES key, or `variants`) in `setting` for `seeds` into `out`; read its runs there."
+    t0, seeds = time.perf_counter(), _check_seeds(seeds)
+    every, chosen, there = plan_study(name, out, seeds, only, steps, variants, setting)
+    saved = Study.load(Path(out) / 'study.json') if is_study_file(Path(out) / 'study.json') else None
+    earlier = saved.meta.get('commands') if saved else []
+    commands = (earlier if isinstance(earlier, list) else [saved.command]) + [command]
+    if saved and any(label in chosen and s in seeds for label, s in there):     # it would describe replaced runs
+        (Path(out) / 'study.json').unlink()
+    train_variants(out, chosen, seeds, steps, jobs, keep_going=True)     # a diverging run: recorded, not fatal
+    done = study_runs(out, every)                                        # every seed in the folder, this one's too
+    return read_study(name, {l: o for l, o in every.items() if any(l == k[0] for k in done)}, done, command,
+                      dict(seeds=sorted({s for _, s in done}), setting=setting, commands=[c for c in commands if c],
+                           torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1)))
 
 # %% ../nbs/23_studies.ipynb #b8d2e022
 RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
@@ -428,15 +569,23 @@ def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:b
     return lines
 
 # %% ../nbs/23_studies.ipynb #9a1d536b
+def _joined_problem(a:Study, b:Study) -> str|None:
+    "Why studies `a` and `b` are not runs of one study: name, setting, steps or variants that differ."
+    steps = [sorted({str(r.get('steps')) for r in s.runs}) for s in (a, b)]
+    settings = [s.meta.get('setting', 'demo') for s in (a, b)]
+    for what, x, y in (('name', a.name, b.name), ('setting', *settings), ('steps', *map('/'.join, steps))):
+        if x != y and (what != 'steps' or (a.runs and b.runs)): return f"one has {what} {x!r}, the other {y!r}"
+    if not _same(a.variants, b.variants): return f"their variants differ: {list(a.variants)} and {list(b.variants)}"
+
 @patch
 def joined(self:Study, other:Study) -> Study:
-    "This study's runs and `other`'s as one Study: the same name, variants and setting; a seed in both is refused."
+    "This study's runs and `other`'s as one Study: the same name, setting, steps and variants; no seed in both."
     if not isinstance(other, Study): raise TypeError(f"`other` must be a Study, got {type(other).__name__}")
-    settings = [s.meta.get('setting', 'demo') for s in (self, other)]
-    if self.name != other.name or settings[0] != settings[1] or not _same(self.variants, other.variants):
-        raise ValueError(f"study {self.name!r} ({settings[0]}) and {other.name!r} ({settings[1]}) are not runs of the "
-                         "same variants in the same setting: they are not joined")
-    return Study(self.name, self.variants, self.runs + other.runs, self.command, dict(self.meta, joined=other.command))
+    if why := _joined_problem(self, other):
+        raise ValueError(f"studies {self.name!r} and {other.name!r} are not joined: {why}")
+    seeds = sorted({r['seed'] for r in self.runs + other.runs})
+    return Study(self.name, self.variants, self.runs + other.runs, self.command,
+                 dict(self.meta, seeds=seeds, joined=other.command))
 
 # %% ../nbs/23_studies.ipynb #5bb09ca5
 def train_mitigations(out, names=tuple(MITIGATIONS), seeds=(0,), steps:int=600, jobs:int=2) -> list[Path]:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_train.ipynb #5a7b864c
 from __future__ import annotations
-import importlib.util, logging, math, os, random, time, warnings
+import importlib.util, logging, math, os, random, re, time, warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,8 +27,9 @@ from .runs import EvalSet, Run
 from .run_settings import TrainConfig, flat_settings
 
 # %% auto #0
-__all__ = ['log', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
-           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'check_before_claim', 'train', 'missing_requirements']
+__all__ = ['log', 'PACE_STEPS', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
+           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'check_before_claim', 'cpu_bf16', 'precision_note',
+           'pace_note', 'train', 'missing_requirements']
 
 # %% ../nbs/16_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:
@@ -331,12 +332,48 @@ def _progress_step(bar, step:int, steps:int, loss:float, tok_s:float):
     if bar is None or isinstance(bar, _Lines): return
     bar.update(1); bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
 
+def _progress_say(bar, text:str):
+    "One line of progress between evaluations: printed, or written above a bar; always logged."
+    log.info(text)
+    if isinstance(bar, _Lines): print(text, flush=True)
+    elif bar is not None: bar.write(text)
+
 def _progress_note(bar, r:dict):
     if isinstance(bar, _Lines):
         print(f"{bar + ' ' if bar else ''}step {r['step']}: val loss {r['val_loss']:.3f}, Sink_1 {r['sink']['1']:.2f}%",
               flush=True)
     elif bar is not None: bar.set_postfix(val_loss=f"{r['val_loss']:.3f}", sink1=r['sink']['1'])
 
+
+# %% ../nbs/16_train.ipynb #5e3d9c61
+def cpu_bf16() -> bool|None:
+    "Does this CPU have bf16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo)? None where that cannot be read."
+    try: flags = re.search(r'^flags\s*:(.*)$', Path('/proc/cpuinfo').read_text(), re.M)
+    except OSError: return None
+    return None if flags is None else bool({'avx512_bf16', 'amx_bf16'} & set(flags[1].split()))
+
+def precision_note(device:torch.device, autocast) -> str:
+    "Where and in what a run computes; on a CPU in bf16, whether the CPU has bf16 instructions."
+    if not isinstance(autocast, torch.autocast): return f"on {device.type}, fp32"
+    note = f"on {device.type}, bf16 autocast"
+    if device.type != 'cpu': return note
+    native = cpu_bf16()
+    if native is None: return note + " (whether this CPU has bf16 instructions is unknown; dtype=fp32 to compare)"
+    return note + (" (this CPU has bf16 instructions)" if native else
+                   " (this CPU has no bf16 instructions: emulated, often slower than dtype=fp32)")
+
+# %% ../nbs/16_train.ipynb #9d2b6e70
+PACE_STEPS = 3                 # steps timed, after the first, for the estimate of a whole run
+
+def _duration(seconds:float) -> str:
+    if seconds < 120: return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+def pace_note(took:list[float], steps:int, left:int) -> str:
+    "The measured time of a step (`took`: seconds of the timed steps) and what the run's `steps`, `left` to go, take."
+    each = sum(took) / len(took)
+    return (f"{each:.3g} s a step ({len(took)} timed); its {steps:,} steps take about {_duration(each * steps)}, "
+            f"{_duration(each * left)} from here (evaluations and checkpoints not counted)")
 
 # %% ../nbs/16_train.ipynb #1443b327
 def _writers(cfg:TrainConfig, folder:Run) -> list[Callable]:
@@ -394,12 +431,18 @@ def _loop(run:_TrainState, data:RunData, evals:EvalSet, model_cfg:SinkConfig, cf
           callbacks:list):
     label = f'{model_cfg.name} seed {cfg.seed}'                             # which run a progress line belongs to
     writers, bar = (_writers(cfg, run.folder), _progress(cfg, run.step, label)) if run.dist.main else ([], None)
-    seen, t0 = 0, time.perf_counter()
+    seen, t0, took = 0, time.perf_counter(), []
+    _progress_say(bar, f"{label}: {precision_note(run.dist.device, run.autocast)}, steps {run.step} to {cfg.steps:,}")
     try:
         while True:
             if run.step % cfg.eval_every == 0 or run.step >= cfg.steps: _evaluate_and_log(run, evals, cfg, writers, bar)
             if run.step >= cfg.steps: break
+            started = time.perf_counter()
             loss = _step(run, data, model_cfg, cfg, share, micro)
+            took.append(time.perf_counter() - started)
+            if len(took) == PACE_STEPS + 1:                                      # the first step warms up: not timed
+                pace = pace_note(took[1:], cfg.steps, cfg.steps - run.step - 1)
+                _progress_say(bar, f"{label} step {run.step + 1}: {pace}")
             run.step, run.position = run.step + 1, run.position + cfg.batch_size
             run.tokens, seen = run.tokens + cfg.batch_size * data.train.T, seen + cfg.batch_size * data.train.T
             for cb in callbacks: cb(run.step, run.model, loss)

@@ -294,3 +294,25 @@ def test_an_unknown_name_is_refused_with_the_live_registry(late_entries, argv, r
     assert stop.value.code == 2 and f"invalid choice: {argv[-1]!r}" in err, err
     names = registry_choices()[registry]
     assert any(n in late_entries for n in names) and all(repr(n) in err for n in names), err   # the late one too
+
+
+@pytest.mark.parametrize('argv, says', [
+    (['report', 'm', '--window', '8'], '--window sets the eviction measurement, which only --evict runs'),
+    (['report', 'm', '--sinks', '2'], '--sinks sets the eviction measurement, which only --evict runs'),
+    (['report', 'm', '--window', '8', '--sinks', '0'], '--window and --sinks set the eviction measurement'),
+    (['report', ''], 'MODEL is empty: give a hub id, folder'),
+    (['report', '  '], 'MODEL is empty: give a hub id, folder'),
+])
+def test_report_refuses_eviction_flags_without_evict_and_an_empty_model(argv, says, tmp_path, monkeypatch):
+    "Issue 58 lows. Before: --window/--sinks without --evict were ignored; '' said 'inside , which is read'."
+    from sink_nb.cli import main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop: main(argv)
+    assert str(stop.value).startswith('sink-nb report: ') and says in str(stop.value), stop.value
+    assert list(tmp_path.iterdir()) == []                                     # nothing measured, nothing written
+
+
+def test_corpus_help_says_what_it_downloads_and_where(capsys):
+    "Issue 58 low. Before: --help did not say that hundreds of MB of .deb files go to ~/.cache, outside --out."
+    said = help_of('corpus', capsys)
+    assert 'about 604 MB' in said and '~/.cache/sink_nb/debs' in said and 'outside --out' in said, said

@@ -1,5 +1,5 @@
 "A per-head statistic registered as one entry reaches every measuring entry point, in chunks = from weights to 1e-5."
-import importlib.util
+import importlib.util, re
 from pathlib import Path
 
 import pytest
@@ -134,3 +134,16 @@ def test_the_command_prints_the_near_share_as_the_share_within_16_keys(tmp_path,
     assert abs(float(all_row[head.index('near_share(d<16)')]) - direct.sum(-1).mean().item()) < 0.006
     assert direct.sum(-1).mean().item() > 0.1                  # the share within 16 keys, not a 16th of it
     assert 'near_share(d<16): attention share within the last 16 keys' in out
+
+
+@pytest.mark.parametrize('finish, got', [(lambda total, T: total.sum((0, 1)) / T, '()'),
+                                         (lambda total, T: total[0] / T, '(4,)')])
+def test_a_statistic_of_the_wrong_shape_is_named_not_an_index_error(finish, got):
+    name = 'wrong_shape_of_this_test'
+    HEAD_STATISTICS[name] = HeadStat(name, 'one number for the whole batch', lambda b: b.shares.amax(-1).sum(-1), finish)
+    try:
+        model = SinkLM(SinkConfig.from_name('tiny-cpu')).eval()
+        with pytest.raises(ValueError, match=rf"head statistic {name!r} returned shape {re.escape(got)}; expected "
+                                             r"\(2, 4, \.\.\.\): \(batch, heads, \.\.\.\)"):
+            measure_model(model, torch.randint(0, 512, (2, 24)), head_stats=[name])
+    finally: del HEAD_STATISTICS[name]

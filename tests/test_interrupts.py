@@ -103,3 +103,69 @@ def test_sinklm_measure_and_intervene():
     # every 3rd call: intervene's set-ups (SinkLM.hooks, eval_mode) are measure_model's, swept at every call just above
     every_call(model, lambda: intervene(model, x, [(0, 1)], kind='mask_sink', progress=False), forward, at_least=30,
                stride=3)
+
+
+# A package corpus's read step: worker processes unpack and read .debs; a Ctrl-C (to the whole process group, as a
+# terminal sends it, or to the main process alone) or a SIGTERM must end the build at once and leave nothing behind.
+BUILD = """
+import sys
+from pathlib import Path
+from sink_nb.corpora import PACKAGE_CORPORA, PackageCorpus, build_package_corpus
+tmp, names = Path(sys.argv[1]), sys.argv[2:]
+PACKAGE_CORPORA['slow-docs'] = PackageCorpus(tuple(names), 'packages that take seconds each to read', heldout_per_mille=500)
+build_package_corpus('slow-docs', tmp / 'corpus', cache=tmp / 'debs', num_proc=2, progress=False)
+"""
+
+
+def fake_deb(cache, package:str, files:dict):
+    "A real .deb built with dpkg-deb -b holding `files` (path under the root -> bytes)."
+    import subprocess, tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, data in {**files, 'DEBIAN/control': f'Package: {package}\nVersion: 1.0\nArchitecture: all\n'
+                          'Maintainer: t <t@t>\nDescription: test\n'.encode()}.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(['dpkg-deb', '--root-owner-group', '-b', str(root), str(cache / f'{package}_1.0_all.deb')],
+                       check=True, capture_output=True)
+
+
+@pytest.fixture(scope='module')
+def slow_debs(tmp_path_factory):
+    "Eight packages of a 25 MB dictd dictionary each: seconds of reading each, 30 s or more in all on two processes."
+    import gzip, shutil
+    if shutil.which('dpkg-deb') is None: pytest.skip('needs dpkg-deb')
+    cache = tmp_path_factory.mktemp('slow') / 'debs'
+    words = ' '.join(['the first token of the sequence draws the attention of the head'] * 6)
+    data = gzip.compress('\n\n'.join(f'Entry {i}\n  {words} in entry {i}.' for i in range(60_000)).encode(), 1)
+    names = [f'slow{i}-doc' for i in range(8)]
+    for name in names: fake_deb(cache, name, {'usr/share/dictd/slow.dict.dz': data})
+    return cache, names
+
+
+@pytest.mark.parametrize('sig,to', [(signal.SIGINT, 'group'), (signal.SIGINT, 'main'), (signal.SIGTERM, 'main')])
+def test_a_package_corpus_read_ends_at_once_and_leaves_nothing(slow_debs, tmp_path, sig, to):
+    import os, shutil, subprocess, time
+    cache, names = slow_debs
+    shutil.copytree(cache, tmp_path / 'debs')
+    (tmp_path / 'tmp').mkdir()
+    env = os.environ | dict(OMP_WAIT_POLICY='PASSIVE', TMPDIR=str(tmp_path / 'tmp'))
+    proc = subprocess.Popen([sys.executable, '-c', BUILD, str(tmp_path), *names], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob('.corpus.tmp-*/train.jsonl')):          # the read step has begun
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(1.5)                                                     # every worker inside a package
+    sent = time.time()
+    os.killpg(proc.pid, sig) if to == 'group' else os.kill(proc.pid, sig)
+    try: _, err = proc.communicate(timeout=120)
+    finally: proc.kill()
+    took = time.time() - sent
+    assert proc.returncode != 0, err[-2000:]
+    assert took < 3, f'{took:.1f} s from the signal to the end'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['debs', 'tmp'], sorted(tmp_path.iterdir())
+    assert list((tmp_path / 'tmp').iterdir()) == [], 'a worker left an unpacked package'
+    assert 'PoolWorker' not in err and 'Process ' not in err, err[-3000:]   # no worker's traceback

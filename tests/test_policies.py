@@ -89,7 +89,7 @@ def late():
 
 def test_a_late_policy_gets_the_sink_refusals_and_reaches_the_command(late, tmp_path, capsys):
     for args, says in (((WINDOW, 0, T), '`sinks` = 0 keeps no first token: the strided policy would keep no sinks'),
-                       ((8, 4, 13), 'the strided policy is dense; use sinks <= 3, or T >= 14')):
+                       ((8, 4, 13), 'the strided policy is dense; use sinks <= 3, window <= 7, or a text of at least 14 tokens')):
         with pytest.raises(ValueError, match=re.escape(says)):
             stream.check_stream_args(late, *args)
     folder = tmp_path / 'llama'
@@ -101,3 +101,95 @@ def test_a_late_policy_gets_the_sink_refusals_and_reaches_the_command(late, tmp_
     assert head[-2:] == ['window', late], head
     with pytest.raises(SystemExit, match='sink-nb stream: --sinks = 0 keeps no first token: the strided policy'):
         main(['stream', str(folder), '--T', '48', '--window', '8', '--sinks', '0', '--policies', late])
+
+
+def recent(t, window, sinks): return list(range(max(0, t + 1 - window), t + 1))
+
+
+@pytest.mark.parametrize('entry, says', [
+    (stream.Policy('p', 'the recent window, declared dense', recent, evicts=False),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 it keeps [1] when token 1 is read, yet it is "
+     "declared evicts=False (every key kept)"),
+    (stream.Policy('p', 'the recent window, declared with sinks', recent, sink_slots=True),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 1 it keeps [1] when token 1 is read, yet it is "
+     "declared sink_slots=True (the first 1 positions kept)"),
+    (stream.Policy('p', 'the window and token t - 16 again', lambda t, window, sinks: sorted(
+        {t - 16} & set(range(t)) | set(recent(t, window, sinks)))),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 it keeps position 0 when token 16 is read, "
+     "after the cache dropped it (it kept [15] when token 15 was read); a KV cache cannot bring a key back"),
+    (stream.Policy('p', 'not ascending', lambda t, window, sinks: list(range(t, -1, -1))),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 policy 'p' keeps [1, 0] when token 1 is read"),
+    (stream.Policy('p', 'its keep fails', lambda t, window, sinks: [t] if t < 5 else 1 / 0),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 its `keep` fails when token 5 is read: "
+     "ZeroDivisionError"),
+    (stream.Policy('q', 'another name', recent), "POLICIES['p'] is named 'q'"),
+    ('window', "POLICIES['p'] must be a Policy, got str"),
+    (dict(name='p', keep=recent), "POLICIES['p'] must be a Policy, got dict"),
+    (stream.Policy('p', 'flags as strings', recent, cached='no'), "POLICIES['p']: `cached` must be True or False"),
+])
+def test_an_entry_that_contradicts_itself_is_refused_on_insert(entry, says):
+    with pytest.raises((ValueError, TypeError), match=re.escape(says)):
+        POLICIES['p'] = entry
+    assert 'p' not in POLICIES
+
+
+@pytest.mark.parametrize('name', ['first', 'last', 'positions'])
+def test_a_name_of_a_study_column_is_refused_with_the_reason(name):
+    with pytest.raises(ValueError, match=re.escape(
+            f"POLICIES[{name!r}]: a policy may not be named {name!r}: a study's table has a column of that name")):
+        POLICIES[name] = stream.Policy(name, 'the last `window` keys', recent)
+    assert name not in POLICIES
+    assert stream.check_study_args(40, 8) == tuple(POLICIES)          # `stream` and `report --evict`: every policy
+
+
+def test_the_builtins_stay_and_a_late_policy_goes():
+    with pytest.raises(ValueError, match="'window' is a built-in of POLICIES"):
+        POLICIES['window'] = stream.Policy('window', 'another window', recent)
+    with pytest.raises(ValueError, match="'dense' is a built-in of POLICIES: it stays registered"):
+        del POLICIES['dense']
+    POLICIES['late-window-of-this-test'] = stream.Policy('late-window-of-this-test', 'the window again', recent)
+    try: assert stream.kept(9, 'late-window-of-this-test', 4) == [6, 7, 8, 9]
+    finally: del POLICIES['late-window-of-this-test']
+    assert 'late-window-of-this-test' not in POLICIES and {'dense', 'window', 'sinks', 'recompute'} <= set(POLICIES)
+
+
+@pytest.fixture
+def wants_back():
+    "A cached policy that wants back, from token 64 on, the key of token t - 64: past every small case of the insert check."
+    name = 'echo64-of-this-test'
+    POLICIES[name] = stream.Policy(name, 'the last `window` keys and the key of token t - 64', lambda t, window, sinks:
+                                   sorted({t - 64} & set(range(t)) | set(recent(t, window, sinks))))
+    try: yield name
+    finally: del POLICIES[name]
+
+
+def test_a_policy_that_wants_a_key_back_is_refused_before_streaming(wants_back):
+    says = (f"policy {wants_back!r} keeps position 0 when token 64 is read, after the cache dropped it (it kept [32, "
+            "33, 34, 35, 36, 37, ...] when token 63 was read); a KV cache cannot bring a key back")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        stream.check_stream_args(wants_back, 32, 4, 128)
+    stream.check_stream_args(wants_back, 32, 4, 64)                     # token 63 is the last read: it never asks
+
+
+def test_report_evict_refuses_it_before_loading_anything(wants_back, monkeypatch, capsys):
+    import sink_nb.report as report_module
+    def never(*args, **kwargs): raise AssertionError('the model was loaded')
+    monkeypatch.setattr(report_module, 'resolve_model', never)
+    monkeypatch.setattr(report_module, 'load_model', never)
+    with pytest.raises(ValueError, match=f"policy {wants_back!r} keeps position 0 when token 64 is read"):
+        report_module.report('some/model', evict=True, window=32, progress=False)
+    with pytest.raises(SystemExit, match=f"sink-nb report: ValueError: policy {wants_back!r} keeps position 0"):
+        main(['report', 'some/model', '--evict', '--window', '32', '--quiet'])
+
+
+@pytest.mark.parametrize('args, says, accepted', [
+    (('sinks', 10, 1, 12), 'the sinks policy is dense; use window <= 9, or a text of at least 13 tokens',
+     [('sinks', 9, 1, 12), ('sinks', 10, 1, 13)]),
+    (('sinks', 4, 7, 12), 'the sinks policy is dense; use sinks <= 6, window <= 3, or a text of at least 13 tokens',
+     [('sinks', 4, 6, 12), ('sinks', 3, 7, 12), ('sinks', 4, 7, 13)]),
+])
+def test_the_eviction_refusal_advises_values_that_are_accepted(args, says, accepted):
+    with pytest.raises(ValueError, match=re.escape(says)) as e:
+        stream.check_stream_args(*args)
+    assert 'sinks <= 0' not in str(e.value) and 'T >=' not in str(e.value)     # report has no flag for the text's T
+    for ok in accepted: stream.check_stream_args(*ok)                          # each piece of advice is accepted

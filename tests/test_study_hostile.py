@@ -2,7 +2,7 @@
 where a folder goes, a Ctrl-C while a study re-runs into its old folder, a variant that diverges, a disk that fills up.
 Each case failed on 5f6afdd — a run overwritten, a stale report, a lock left behind, a traceback — and must now be refused
 with one line before any training, or end with its files saying what happened."""
-import errno, os, signal, subprocess, sys, time
+import dataclasses, errno, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -65,9 +65,9 @@ def test_demo_refuses_a_file_as_out_and_a_foreign_file_in_its_run_folder(tmp_pat
 
 @pytest.fixture(scope='module')
 def old_study(tmp_path_factory):
-    "A finished study of two variants, 50 steps; each test re-runs it into a copy."
+    "A finished study of two variants, 300 steps; each test re-runs it into a copy."
     out = tmp_path_factory.mktemp('study') / 'out'
-    res = sink_nb(*STUDY, '--steps', '50', '--jobs', '2', '--out', out)
+    res = sink_nb(*STUDY, '--steps', '300', '--jobs', '2', '--out', out)       # as the re-run: it replaces its seeds
     assert res.returncode == 0 and (out / 'study.json').exists(), res.stderr[-2000:]
     return out
 
@@ -133,3 +133,82 @@ def test_study_json_that_is_not_a_study_is_refused_and_a_full_disk_is_one_line(l
     with pytest.raises(SystemExit, match=r'^sink-nb study: .*No space left on device'): cli.main(argv)
     assert not (out / 'study.json').exists() and not (out / 'study.txt').exists()
     assert Run(out / 'demo' / 'seed0').status == 'complete at step 50'            # the runs are kept
+
+
+ONE = ('study', 'optimization', '--only', 'lr=0.01 (demo)', '--steps', '50', '--jobs', '1')
+
+
+def test_a_second_study_adds_its_seeds_to_the_record_and_another_request_is_refused(tmp_path, capsys):
+    """Issue 58 high 1 and 2. Before: the second request's study.json listed seed 100 only, beside seeds 0 and 1 on
+    disk, and said "its runs are replaced now"; another --setting retrained seed0 as a 2-layer run in the same folder."""
+    import torch; torch.set_num_threads(1)
+    out = tmp_path / 'S1'
+    cli.main([*ONE, '--seeds', '2', '--out', str(out)])
+    capsys.readouterr()
+    cli.main([*ONE, '--seeds', '1', '--first-seed', '100', '--out', str(out)])
+    said = capsys.readouterr().out
+    assert 'replaced' not in said and f'adding seed 100 to the study in {out}, which holds seeds 0, 1' in said, said
+    study = Study.load(out / 'study.json')
+    assert study.seeds('lr=0.01 (demo)') == [0, 1, 100] and study.meta['seeds'] == [0, 1, 100], study.meta
+    assert len(study.meta['commands']) == 2 and '--first-seed 100' in study.command
+    before = listing(out)
+    for extra, says in ((['--steps', '60'], 'train.steps 50 there, 60 here'),
+                        (['--setting', '2 layers x 4 heads'], "holds study 'optimization' in setting 'demo', not")):
+        with pytest.raises(SystemExit, match='^sink-nb study: ') as stop: cli.main([*ONE, *extra, '--out', str(out)])
+        assert says in str(stop.value) and 'give another out folder' in str(stop.value), stop.value
+    (out / 'study.json').unlink()
+    with pytest.raises(SystemExit, match=r'model.n_layer 1 there, 2 here'):        # the runs say it without a record
+        cli.main([*ONE, '--setting', '2 layers x 4 heads', '--out', str(out)])
+    assert listing(out) == {k: v for k, v in before.items() if k != 'study.json'}
+
+
+def test_the_default_out_of_a_study_names_its_setting(tmp_path, monkeypatch):
+    "Before: runs/study-NAME whatever the setting, so a second setting replaced the first's runs."
+    import torch; torch.set_num_threads(1)
+    monkeypatch.chdir(tmp_path)
+    cli.main(['study', 'optimization', '--only', 'lr=0.03', '--seeds', '1', '--steps', '50', '--jobs', '1',
+              '--setting', '2 layers x 4 heads'])
+    assert Study.load(tmp_path / 'runs' / 'study-optimization-2-layers-x-4-heads' / 'study.json').meta['setting'] == \
+        '2 layers x 4 heads'
+    assert [p.name for p in (tmp_path / 'runs').iterdir()] == ['study-optimization-2-layers-x-4-heads']
+
+
+from sink_nb.attention import ATTENTION_OPS
+LATE_OP = dataclasses.replace(ATTENTION_OPS['softmax'], name='zz-late-op')   # top level: a training process loads it
+
+
+def test_a_late_op_in_a_late_study_reaches_the_training_processes(monkeypatch, tmp_path, capfd):
+    "Issue 58 medium 10. Before: with --jobs 2 the training processes lacked the op (an atexit traceback); jobs 1 worked."
+    monkeypatch.setitem(ATTENTION_OPS, 'zz-late-op', LATE_OP)
+    monkeypatch.setitem(studies.CPU_STUDIES, 'zz-late-ops', {'late op': dict(attention='zz-late-op'), 'softmax': {}})
+    out = tmp_path / 'out'
+    cli.main(['study', 'zz-late-ops', '--seeds', '1', '--steps', '50', '--jobs', '2', '--out', str(out)])
+    assert Run(out / 'late-op' / 'seed0').config.model.attention == 'zz-late-op'
+    assert Study.load(out / 'study.json').seeds('late op') == [0]
+    assert 'Traceback' not in capfd.readouterr().err
+
+
+def test_a_late_entry_that_cannot_reach_the_training_processes_is_refused_before_training(monkeypatch, tmp_path):
+    "An op whose formula is a lambda cannot be pickled: refused in one line before any process starts."
+    op = dataclasses.replace(ATTENTION_OPS['softmax'], name='zz-lambda-op', formula=lambda s: s.exp())
+    monkeypatch.setitem(ATTENTION_OPS, 'zz-lambda-op', op)
+    monkeypatch.setitem(studies.CPU_STUDIES, 'zz-lambda', {'lambda op': dict(attention='zz-lambda-op')})
+    out = tmp_path / 'out'
+    with pytest.raises(SystemExit, match=r"ATTENTION_OPS\['zz-lambda-op'\] .*cannot be pickled.*jobs 1"):
+        cli.main(['study', 'zz-lambda', '--seeds', '1', '--steps', '50', '--jobs', '2', '--out', str(out)])
+    assert not list(out.rglob('metrics.jsonl'))
+
+
+def test_a_late_op_a_training_process_cannot_load_is_one_line_without_a_traceback(tmp_path):
+    """An op defined in `python -c` pickles here but cannot be loaded in a spawned process. Before: a KeyError and the
+    workers' "Exception ignored ... SystemExit: 130" traceback at exit."""
+    script = ("import dataclasses, sys\nfrom sink_nb.attention import ATTENTION_OPS\nfrom sink_nb import studies, cli\n"
+              "def f(s): return s.exp()\n"
+              "ATTENTION_OPS['zz-main-op'] = dataclasses.replace(ATTENTION_OPS['softmax'], name='zz-main-op', formula=f)\n"
+              "studies.CPU_STUDIES['zz-main'] = {'a': dict(attention='zz-main-op'), 'b': {}}\n"
+              "sys.exit(cli.main(['study', 'zz-main', '--seeds', '1', '--steps', '50', '--jobs', '2', '--out', "
+              "sys.argv[1]]))\n")
+    res = subprocess.run([sys.executable, '-c', script, str(tmp_path / 'out')], capture_output=True, text=True,
+                         timeout=300)
+    one_line_refusal(res, "ATTENTION_OPS['zz-main-op'] (AttributeError: Can't get attribute 'f'")
+    assert 'did not reach a training process' in res.stderr and not list(tmp_path.rglob('metrics.jsonl'))

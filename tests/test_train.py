@@ -80,3 +80,19 @@ def test_every_shipped_config_loads_and_builds(name):
     with torch.device('meta'): model = SinkLM(model_cfg)
     assert model.num_params() > 0
     assert train_cfg.steps >= 1 and 'sink_rate' in paper or 'sink_star' in paper
+
+
+def test_a_run_says_how_it_computes_and_how_long_it_will_take_within_its_first_steps(tmp_path):
+    "sink-nb train on a pipe: the first line names the device and bf16 autocast (and the CPU's bf16), then a timing."
+    sink_nb = os.path.join(os.path.dirname(sys.executable), 'sink-nb')
+    proc = subprocess.Popen([sink_nb, 'train', '--config', 'demo-softmax', 'steps=60', 'eval_every=50', 'dtype=bf16',
+                             f'out_dir={tmp_path / "run"}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=os.environ | {'OMP_WAIT_POLICY': 'PASSIVE'})
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]           # how it computes, step 0's evaluation, the pace
+    finally:
+        proc.kill(); proc.wait()
+    assert 'on cpu' in lines[0] and 'bf16 autocast' in lines[0] and 'bf16' in lines[0].split('autocast', 1)[1], lines
+    assert 'step 0: val loss' in lines[1], lines
+    pace = lines[2]
+    assert ' s a step' in pace and '60 steps take about' in pace and 'step 50' not in pace, lines
