@@ -16,30 +16,64 @@ def _found(python, module:str) -> bool:
     return subprocess.run([str(python), '-c', code], capture_output=True).returncode == 0
 
 
+TORCH_PACKAGES = ('torch', 'torchgen', 'functorch')   # torch's wheel's top-level folders (its RECORD)
+STAMP = 'sink_nb_peer.json'                            # what a peer venv was built from: its requirements' hash
+
+
+def requirements_hash(spec:str, on_main:bool, no_deps:bool) -> str:
+    "The hash of what a peer venv holds: its spec, how it sees this venv, the pins and this Python and venv."
+    import hashlib, json
+    names = ('torch', 'transformers', 'numpy') if on_main else ('torch',)
+    what = dict(spec=spec, on_main=on_main, no_deps=no_deps, python=sys.version, main=sysconfig.get_path('purelib'),
+                pins={n: importlib.metadata.version(n) for n in names})
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _site(python:Path) -> Path:
+    return Path(subprocess.check_output([str(python), '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
+                                        text=True).strip())
+
+
+def _share_torch(site:Path, into:Path):
+    """Link this venv's torch (its folders and dist-info) into `into`, which a .pth puts on the peer's path: pip sees
+    torch installed at this venv's version and installs only what the peer adds, instead of copying torch's 1.1 GB."""
+    main = Path(sysconfig.get_path('purelib'))
+    into.mkdir()
+    for found in [*(main / name for name in TORCH_PACKAGES), *main.glob('torch-*.dist-info')]:
+        if found.exists(): (into / found.name).symlink_to(found)
+    (site / '_sink_nb_torch.pth').write_text(os.path.relpath(into, site) + '\n')   # relative: the venv is renamed
+
+
 def peer_python(venv:Path, spec:str, module:str, on_main:bool, no_deps:bool=False) -> tuple[str|None, str]:
-    """The interpreter of `venv` with `spec` installed, made on first use; (None, why) when it cannot be made.
+    """The interpreter of `venv` with `spec` installed, made on first use and again when its requirements' hash
+    (`requirements_hash`) changes; (None, why) when it cannot be made.
     `on_main`: the venv also sees this (main) venv's packages — torch, transformers and sink_nb are the same ones, and
-    pinned so pip leaves them; otherwise it is isolated (a peer that needs another transformers). torch is always pinned
-    to this one's version: any other torch spec pulls several GB of CUDA wheels. The venv is built aside and renamed
-    when whole, so a failed or killed install leaves no half venv."""
+    pinned so pip leaves them; otherwise it is isolated (a peer that needs another transformers) but for torch, which
+    it sees through links to this venv's: any other torch spec pulls several GB of CUDA wheels, and a copy of this one
+    costs minutes. The venv is built aside and renamed when whole, so a failed or killed install leaves no half venv."""
     python = venv / 'bin' / 'python'
-    if python.exists() and _found(python, module): return str(python), 'already installed'
+    wanted = requirements_hash(spec, on_main, no_deps)
+    stamp = venv / STAMP
+    if python.exists() and stamp.is_file() and stamp.read_text().strip() == wanted and _found(python, module):
+        return str(python), 'already installed'
     building = venv.with_name(f'{venv.name}.tmp-{os.getpid()}')
     names = ('torch', 'transformers', 'numpy') if on_main else ('torch',)
     pins = [f"{n}=={importlib.metadata.version(n).split('+')[0]}" for n in names]
     try:
         subprocess.run([sys.executable, '-m', 'venv', str(building)], check=True, capture_output=True, timeout=300)
+        site = _site(building / 'bin' / 'python')
         if on_main:                                   # a .pth that runs addsitedir: the main venv's own .pth work too
-            site = subprocess.check_output([str(building / 'bin' / 'python'), '-c',
-                                            'import sysconfig; print(sysconfig.get_path("purelib"))'], text=True)
             main = sysconfig.get_path('purelib')
-            Path(site.strip(), '_sink_nb_main_venv.pth').write_text(f'import site; site.addsitedir({main!r})\n')
+            Path(site, '_sink_nb_main_venv.pth').write_text(f'import site; site.addsitedir({main!r})\n')
+        else:
+            _share_torch(site, building / 'main-torch')
         (building / 'constraints.txt').write_text('\n'.join(pins) + '\n')
         cmd = [str(building / 'bin' / 'python'), '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
                '-c', str(building / 'constraints.txt'), *(['--no-deps'] if no_deps else []), spec]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if out.returncode: return None, f'cannot install {spec}: {_last_line(out.stderr)}'
         if not _found(building / 'bin' / 'python', module): return None, f'{spec} installed but {module} is not found'
+        (building / STAMP).write_text(wanted + '\n')
         shutil.rmtree(venv, ignore_errors=True)
         building.rename(venv)
         return str(python), 'installed now'

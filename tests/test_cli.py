@@ -20,9 +20,9 @@ def test_entry_point_installed():
     assert out.returncode == 0 and out.stdout.startswith('sink_nb ')
 
 
-def test_the_default_demo_trains_both_twins_in_two_processes_and_the_readme_says_what_it_shows(tmp_path):
-    "One run of `sink-nb demo` as a user types it (600 steps, seed 0): its output, its files, and the README's copy of it."
-    out = run('demo', '--out', tmp_path)                                            # with its progress lines
+def test_the_demo_trains_both_twins_in_two_processes_with_progress(tmp_path):
+    "`sink-nb demo` with its progress lines, short: both twins at once, each with its own lines, its table and files."
+    out = run('demo', '--steps', '50', '--out', tmp_path)                           # with its progress lines
     assert out.returncode == 0, out.stderr
     assert '2 at a time, 1 thread(s) each' in out.stdout
     progress = [l for l in out.stdout.splitlines() if ' step ' in l and 'val loss' in l]
@@ -31,26 +31,9 @@ def test_the_default_demo_trains_both_twins_in_two_processes_and_the_readme_says
     assert header.split() == ['variant', 'steps', 'val_loss', 'final_sink1', 'peak_sink1', 'peak_step', 'mean_sink1',
                               'onset>10', 'seconds']
     summary = json.loads((tmp_path / 'summary.json').read_text())
-    soft, sig = summary['softmax'], summary['sigmoid']
-    assert soft['sink_rate_curve'][0][1] == 0 and soft['sink_rate'] > 50, soft       # the sink emerges and stays
-    assert soft['peak'] == max(v for _, v in soft['sink_rate_curve']) >= soft['sink_rate']
-    assert sig['sink_rate'] < soft['sink_rate'] - 30, (sig, soft)                    # far weaker at the end in sigmoid
-    assert abs(soft['val_loss'] - sig['val_loss']) < 0.05                              # same task, same loss
     for variant in summary:
-        folder = Run(tmp_path / variant)                                               # the final result: fresh, same Sink_1
-        assert folder.status == 'complete at step 600', folder.status
-        assert folder.result().rate() == pytest.approx(summary[variant]['sink_rate'], abs=1e-3)
-    svg = (tmp_path / 'sink_rate.svg').read_text()
-    assert svg.count('<polyline') == 4 and 'validation loss' in svg                   # Sink_1 and loss, both variants
-    said = [l for l in out.stdout.splitlines() if l.startswith(('softmax: ', 'sigmoid: '))]
-    assert len(said) == 2 and all(l in svg for l in said), said                       # printed and drawn, the same words
-    readme = (Path(__file__).parent.parent / 'README.md').read_text()
-    for twin, line in zip(('softmax', 'sigmoid'), said):                               # the README shows this run
-        shown = next(l for l in readme.splitlines() if l.startswith(f'{twin}: '))
-        assert line.split(' (')[0] == shown.split(' (')[0], (line, shown)              # stays / transient / none
-        table = next(l for l in out.stdout.splitlines() if l.split()[:1] == [twin]).split()
-        row = next(l for l in readme.splitlines() if l.split()[:1] == [twin] and len(l.split()) == 9).split()
-        assert abs(float(table[3]) - float(row[3])) <= 5 and abs(float(table[4]) - float(row[4])) <= 5, (table, row)
+        assert Run(tmp_path / variant).status == 'complete at step 50', Run(tmp_path / variant).status
+    # the full 600-step demo's numbers, chart and README copy: tests/test_readme_examples.py, on the README's own run
     again = run('demo', '--steps', '50', '--out', tmp_path, '--quiet', '--jobs', '1')  # a second demo replaces the first
     assert again.returncode == 0, again.stderr
 

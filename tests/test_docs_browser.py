@@ -6,7 +6,7 @@ inside the chart's SVG box, that tick labels of one axis do not overlap and that
 build and none points at the unpublished source repository; then it saves a full-page screenshot to
 tests/artifacts/docs/ (gitignored). Skipped when chromium or playwright is missing, unless CI is set.
 """
-import json, re, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -49,8 +49,13 @@ PAGE_FACTS = r"""() => {
 
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    "The docs built offline into a fresh folder; yields it."
+    """The docs built offline into a fresh folder; yields it. Under .ci/test the folder its docs step built from this
+    same tree (SINK_NB_DOCS_BUILT) is opened instead of building it twice."""
     require_browser('the docs browser test', ('playwright', 'latex2mathml', 'nbconvert'))
+    built = os.environ.get('SINK_NB_DOCS_BUILT')
+    if built:
+        assert (Path(built) / 'site.css').is_file(), f'SINK_NB_DOCS_BUILT={built} is not a docs build of .ci/docs.py'
+        return Path(built)
     out = tmp_path_factory.mktemp('site') / '_docs'
     r = subprocess.run([sys.executable, str(ROOT / '.ci' / 'docs.py'), '--out', str(out)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, f'docs build failed:\n{r.stdout}\n{r.stderr[-3000:]}'
