@@ -13,7 +13,7 @@ import scipy.stats
 import torch
 from fastcore.basics import patch
 
-from .checks import check_choice, check_int
+from .checks import check_choice, check_float, check_int
 from .results import SinkResult
 
 # %% auto #0
@@ -42,6 +42,10 @@ def _number(x, name:str) -> float:
     if not math.isfinite(x := float(x)): raise ValueError(f"`{name}` must be a finite number, got {x}")
     return x
 
+def _confidence(confidence) -> float:
+    "`confidence` if it is a level strictly between 0 and 1 (0.95, not 95)."
+    return check_float(confidence, 'confidence', 0, 1, lo_open=True, hi_open=True)
+
 # %% ../nbs/05_evidence.ipynb #24558b18
 def curve_summary(curve, threshold:float=10.0) -> dict:
     "A run's statistic over its evaluations [(step, value), ...]: final, peak and its step, mean, onset > `threshold`."
@@ -50,6 +54,7 @@ def curve_summary(curve, threshold:float=10.0) -> dict:
     curve = [] if isinstance(curve, (str, bytes)) else list(curve)       # a generator is read once, here
     if odd := [p for p in curve if not (isinstance(p, (tuple, list)) and len(p) == 2)]:
         raise ValueError(f"`curve` must be (step, value) pairs, got {odd[0]!r}")
+    if odd := [v for _, v in curve if not _is_number(v)]: raise ValueError(f"`curve` holds {odd[0]!r}, not a number")
     points = sorted((check_int(s, 'step', 0), float(v)) for s, v in curve)
     if not points: raise ValueError("`curve` is empty: a summary needs at least one evaluation")
     if not all(math.isfinite(v) for _, v in points): raise ValueError(f"`curve` has a non-finite value: {points}")
@@ -63,38 +68,89 @@ def curve_summary(curve, threshold:float=10.0) -> dict:
 
 def k_of_n(k:int, n:int, confidence:float=0.95) -> tuple[float, float]:
     "Exact (Clopper–Pearson) interval, in %, of the rate behind k of n seeds: `scipy.stats.binomtest`'s."
-    check_int(n, 'n', 1); check_int(k, 'k', 0)
+    check_int(n, 'n', 1)
+    check_int(k, 'k', 0)
+    confidence = _confidence(confidence)
     if k > n: raise ValueError(f"`k` must be at most `n` ({n}), got {k}")
     ci = scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')
     return round(100 * ci.low, 1), round(100 * ci.high, 1)
 
 def onset_summary(onsets:list) -> dict:
     "Onsets of n seeds (a step or None each): k of n crossed, its exact 95 % interval (%), the median step of those."
+    if isinstance(onsets, (str, bytes, dict)) or not isinstance(onsets, Iterable):
+        raise ValueError(f"`onsets` must be a list of steps (an integer >= 0, or None where a seed never crossed), "
+                         f"got {type(onsets).__name__}")
+    onsets = [None if s is None else check_int(s, 'onsets', 0) for s in onsets]
     crossed = sorted(s for s in onsets if s is not None)
     return dict(k=len(crossed), n=len(onsets), median_step=float(np.median(crossed)) if crossed else None,
                 ci=k_of_n(len(crossed), len(onsets)) if onsets else None,
                 text=f"{len(crossed)} of {len(onsets)}" + (f" (median step {np.median(crossed):g})" if crossed else ''))
+
+# %% ../nbs/05_evidence.ipynb #6a4d2e8f
+def _group(values, name:str, min_n:int) -> np.ndarray:
+    "One number per seed, as an array: finite numbers, at least `min_n` of them."
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable) or _is_number(values):
+        raise ValueError(f"`{name}` must be a list of numbers (one per seed), got {type(values).__name__}")
+    values = list(values)
+    if odd := [x for x in values if not _is_number(x)]: raise ValueError(f"`{name}` holds {odd[0]!r}, not a number")
+    v = np.asarray([float(x) for x in values], dtype=float)
+    if len(v) < min_n:
+        raise ValueError(f"`{name}` has {len(v)} value(s); a comparison needs at least {min_n} seeds per group")
+    if not np.isfinite(v).all(): raise ValueError(f"`{name}` holds a non-finite value: {v.tolist()}")
+    return v
 
 # %% ../nbs/05_evidence.ipynb #635818df
 RESAMPLES = 9999                                   # permutations and bootstrap resamples; exact below this many
 
 def _diff_of_means(u, v, axis=-1): return u.mean(axis) - v.mean(axis)
 
-def permutation_p(x:np.ndarray, y:np.ndarray|None=None, alternative:str='two-sided', shift:float=0.0) -> float:
+def _scale(*groups) -> float:
+    "A power of two near the largest |value| (1 if all are 0): in its unit sums and squares of huge values stay finite."
+    # a power of two: dividing by it changes no bit of a mean, an sd or a p computed in its unit
+    top = max(float(np.abs(g).max()) for g in groups)
+    return math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 0 else 1.0
+
+def _unscaled(value:float, scale:float, what:str) -> float:
+    "`value` computed in units of `scale`, back in the data's units; refused where that overflows float64."
+    if not math.isfinite(back := float(value) * scale):
+        raise ValueError(f"{what} overflows float64 (values up to {scale:.3g}): give the values in larger units")
+    return back
+
+def _mean_sd(g:np.ndarray) -> tuple[float, float]:
+    "Mean and sd (ddof 1; 0 for one value) of `g`, computed in a unit where its values are small."
+    scale = _scale(g)
+    sd = float((g / scale).std(ddof=1)) if len(g) > 1 else 0.0
+    return _unscaled((g / scale).mean(), scale, 'the mean'), _unscaled(sd, scale, 'the sd')
+
+def permutation_p(x, y=None, alternative:str='two-sided', shift:float=0.0) -> float:
     "Permutation p of mean(x) − shift against 0 (`y` None: signs flipped) or against mean(y) (labels permuted)."
-    data, stat = ((x - shift,), np.mean) if y is None else ((x - shift, y), _diff_of_means)
+    check_choice(alternative, 'alternative', ('two-sided', 'greater', 'less'))
+    x, shift = _group(x, 'x', 1), _number(shift, 'shift')
+    y = None if y is None else _group(y, 'y', 1)
+    scale = _scale(x, np.array([shift]), *([] if y is None else [y]))     # p is the same in any unit
+    x = x / scale - shift / scale
+    data, stat = ((x,), np.mean) if y is None else ((x, y / scale), _diff_of_means)
     return float(scipy.stats.permutation_test(data, stat, permutation_type='samples' if y is None else 'independent',
                                               vectorized=True, n_resamples=RESAMPLES, alternative=alternative,
                                               random_state=0).pvalue)
 
+
 # %% ../nbs/05_evidence.ipynb #b00e1a01
-def bootstrap_interval(x:np.ndarray, y:np.ndarray|None=None, confidence:float=0.95) -> tuple[float, float]:
+def bootstrap_interval(x, y=None, confidence:float=0.95) -> tuple[float, float]:
     "Percentile bootstrap interval of mean(x) (`y` None) or mean(x) − mean(y), seeds resampled; a point if none vary."
-    if np.ptp(x) == 0 and (y is None or np.ptp(y) == 0): return (d := float(x[0] - (0 if y is None else y[0])), d)
-    data, stat = ((x,), np.mean) if y is None else ((x, y), _diff_of_means)
-    ci = scipy.stats.bootstrap(data, stat, method='percentile', confidence_level=confidence, vectorized=True,
-                               n_resamples=RESAMPLES, random_state=0).confidence_interval
-    return float(ci.low), float(ci.high)
+    confidence, x = _confidence(confidence), _group(x, 'x', 1)
+    y = None if y is None else _group(y, 'y', 1)
+    scale = _scale(x, *([] if y is None else [y]))                     # resampled where the values are small
+    x, y = x / scale, None if y is None else y / scale
+    if np.ptp(x) == 0 and (y is None or np.ptp(y) == 0):
+        low = high = float(x[0] - (0 if y is None else y[0]))
+    else:
+        data, stat = ((x,), np.mean) if y is None else ((x, y), _diff_of_means)
+        ci = scipy.stats.bootstrap(data, stat, method='percentile', confidence_level=confidence, vectorized=True,
+                                   n_resamples=RESAMPLES, random_state=0).confidence_interval
+        low, high = ci.low, ci.high
+    return _unscaled(low, scale, 'the interval'), _unscaled(high, scale, 'the interval')
+
 
 # %% ../nbs/05_evidence.ipynb #d1eca001
 def _direction(p:float, diff:float, margin:float|None, alpha:float, states:str|None=None) -> str|None:
@@ -103,6 +159,10 @@ def _direction(p:float, diff:float, margin:float|None, alpha:float, states:str|N
     return '=' if margin is not None else states or ('>' if diff > 0 else '<')
 
 # %% ../nbs/05_evidence.ipynb #196c2528
+def _fmt(x:float, digits:int) -> str:
+    "`x` with `digits` decimals; from 1e6 on in scientific notation, not a wall of digits."
+    return f'{x:.{digits}f}' if abs(x) < 1e6 else f'{x:.{digits + 2}e}'
+
 @dataclass
 class Comparison:
     "a − b over seeds: each group's mean, sd and n, the interval of the difference, its p-value and the verdict."
@@ -124,7 +184,7 @@ class Comparison:
 
     def text(self, digits:int=1) -> str:
         "'softmax 87.7 ± 3.7 vs sigmoid 9.3 ± 3.1, paired by seed, n = 5: Δ = 78.4 [73.1, 83.7] (95 % ...) ... → >'."
-        f = lambda x: f'{x:.{digits}f}'
+        f = lambda x: _fmt(x, digits)
         spread = ('no spread: every difference equal' if self.low == self.high else
                   f'[{f(self.low)}, {f(self.high)}] ({(self.level or self.confidence) * 100:.4g} % bootstrap)')
         stated = f' (one-sided, {self.names[0]} {self.states} {self.names[1]} stated)' if self.states else ''
@@ -147,19 +207,6 @@ class Comparison:
         low, high = bootstrap_interval(*self.data, confidence=level) if self.data else (self.low, self.high)
         return replace(self, holm=(p, m), low=low, high=high, level=level,
                        direction=_direction(p, self.diff, self.margin, 1 - self.confidence, self.states))
-
-# %% ../nbs/05_evidence.ipynb #6a4d2e8f
-def _group(values, name:str, min_n:int) -> np.ndarray:
-    "One number per seed, as an array: finite numbers, at least `min_n` of them."
-    if isinstance(values, (str, bytes, dict)) or not isinstance(values, Iterable) or _is_number(values):
-        raise ValueError(f"`{name}` must be a list of numbers (one per seed), got {type(values).__name__}")
-    values = list(values)
-    if odd := [x for x in values if not _is_number(x)]: raise ValueError(f"`{name}` holds {odd[0]!r}, not a number")
-    v = np.asarray([float(x) for x in values], dtype=float)
-    if len(v) < min_n:
-        raise ValueError(f"`{name}` has {len(v)} value(s); a comparison needs at least {min_n} seeds per group")
-    if not np.isfinite(v).all(): raise ValueError(f"`{name}` holds a non-finite value: {v.tolist()}")
-    return v
 
 # %% ../nbs/05_evidence.ipynb #5eed0a01
 def _seeded(values, name:str, min_n:int) -> tuple[np.ndarray, list|None]:
@@ -205,12 +252,15 @@ def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|N
     y, sb = (np.asarray([_number(b, 'b')]), None) if fixed else _seeded(b, 'b', min_n)
     if fixed: pair, how = False, f'one-sample against {y[0]:g}, n = {len(x)}'
     else: pair, how = _pairing(x, sa, y, sb, paired, names)
+    (mean_a, sd_a), (mean_b, sd_b) = _mean_sd(x), _mean_sd(y)
     u, v = (x - y, None) if pair or fixed else (x, y)
+    diff = mean_a - mean_b
+    if not (math.isfinite(diff) and np.isfinite(u).all()):
+        raise ValueError("a − b overflows float64: give `a` and `b` in larger units")
     if margin is None: p = permutation_p(u, v, {'>': 'greater', '<': 'less'}.get(states, 'two-sided'))
     else: p = max(permutation_p(u, v, 'greater', -margin), permutation_p(u, v, 'less', margin))   # two one-sided tests
-    diff, sd = float(x.mean() - y.mean()), lambda g: float(g.std(ddof=1))
-    return Comparison(names, (len(x), 0 if fixed else len(y)), (float(x.mean()), float(y.mean())),
-                      (sd(x), None if fixed else sd(y)), diff, *bootstrap_interval(u, v, confidence), confidence,
+    return Comparison(names, (len(x), 0 if fixed else len(y)), (mean_a, mean_b), (sd_a, None if fixed else sd_b),
+                      diff, *bootstrap_interval(u, v, confidence), confidence,
                       margin, _direction(p, diff, margin, 1 - confidence, states), pair, p, how, None, states,
                       None, (u,) if v is None else (u, v))
 
@@ -334,7 +384,7 @@ def check_rerun(fresh:float, saved, what:str, slack:float=0.0, bounds:tuple|None
                                    _number(bounds[0], 'bounds') < _number(bounds[1], 'bounds')):
         raise ValueError(f"`bounds` must be (low, high) with low < high, got {bounds!r}")
     v = _group(saved, 'saved', 2)
-    sd = float(v.std(ddof=1))
+    sd = _mean_sd(v)[1]
     lo, hi = v.min() - sd - slack, v.max() + sd + slack
     if bounds is not None: lo, hi = max(lo, bounds[0]), min(hi, bounds[1])      # a rate's band stays within its range
     seen = f'all {len(v)} equal {v[0]:.4g}' if sd == 0 else f'{v.min():.4g} … {v.max():.4g} (n={len(v)}, sd {sd:.3g})'
