@@ -534,6 +534,7 @@ def run_report(args) -> dict:
     from sink_nb.report import report                                   # here: `sink-nb --help` imports no torch
     try: rep = report(args.model, out, texts, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype, device=args.device,
                       quantize=args.quantize, evict=args.evict, window=args.window, progress=not args.quiet,
+                      keep_path=args.keep_path,
                       **({} if args.sinks is None else dict(sinks=args.sinks)))       # unset: report's default
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb report: {type(e).__name__}: {e}") from None
@@ -554,7 +555,7 @@ def _report_parser(sub):
     r.add_argument('--out', type=path_arg, help='folder for report.html and report.json (default: '
                                                 'sink-report-NAME here); new, empty or holding only a report')
     r.add_argument('--T', type=int_at_least(2), help="tokens per sample (default 256; a run: its probe's length)")
-    r.add_argument('--n', type=int_at_least(1), default=32, help='samples (default 32)')
+    r.add_argument('--n', type=int_at_least(1), help="samples (default 32; a run: its whole probe, as its log)")
     r.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold in (0, 1) (default 0.3)')
     r.add_argument('--texts', type=path_arg, help='a UTF-8 text file, passages separated by blank lines (default: '
                                                   'the built-in text; not for a run, which has its own probe)')
@@ -566,6 +567,8 @@ def _report_parser(sub):
                                                           "a run: its positions / 4, on that many tokens)")
     r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by the sinks policy (default 4)')
     r.add_argument('--quiet', action='store_true', help='no progress bars')
+    r.add_argument('--keep-path', action='store_true', help="keep the model's local path in report.json (the page "
+                   'names a file by its SHA-256, a folder by its name)')
 
 # %% ../nbs/30_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_hf_load.ipynb #7e5af48f
 from __future__ import annotations
-import contextlib, warnings
+import contextlib, io, warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -112,6 +112,7 @@ def load_model(
     device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
     config=None,                # the model's config when already read (saves parsing a GGUF file twice)
     head:str='base',            # 'base': without the LM head (measuring); 'causal_lm': with it (losses, KV cache)
+    progress:bool=True,         # False: no loading bars (transformers' and the GGUF reader's); warnings still show
 ) -> tuple[PreTrainedModel, object, str]:  # model (loaded: eval mode; given: as it was), tokenizer, name
     "Load a transformers model and its tokenizer from the hub, a folder or a GGUF file; or pass a loaded one through."
     check_choice(head, 'head', _HEADS)
@@ -122,7 +123,8 @@ def load_model(
         if device is not None: model = model.to(device)
         return model, load_tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
     (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
-    with _reading(name, kw):
+    quiet = contextlib.nullcontext() if progress else contextlib.redirect_stderr(io.StringIO())   # tqdm bars only:
+    with _reading(name, kw), quiet:                                     # logging keeps the stderr it was made with
         model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
                                                    output_loading_info=True, **kw)
     if missing := sorted(info.get('missing_keys') or []):               # they would be random: a number about nothing

