@@ -270,8 +270,9 @@ def _what_was_measured(m:dict) -> list:
     "The rows of the page's first table."
     where = _where_from(m)
     v = m['versions']
+    asked = f" (asked {m['n_requested']})" if m['n_requested'] else ''
     return [('model', m['model'] + (f" (step {m['step']})" if m['step'] is not None else '')), (m['source'], where),
-            ('data', m['data']), ('T, N', f"{m['T']} tokens, {m['N']} samples" + (f" (asked {m['n_requested']})" if m['n_requested'] else '')),
+            ('data', m['data']), ('T, N', f"{m['T']} tokens, {m['N']} samples{asked}"),
             ('ε, divisor of α', f"{m['eps']}, {m['divisor']}"), ('dtype, device', f"{m['dtype']}, {m['device']}"),
             ('versions', f"sink_nb {v['sink_nb']}, torch {v['torch']}, transformers {v['transformers']}"),
             ('date', m['date'])]
