@@ -154,7 +154,8 @@ def check_attention_op(name:str, op:AttentionOp, registry) -> AttentionOp:
     at = f"{registry.name}[{name!r}]."
     check_choice(op.normalizer, at + 'normalizer', NORMALIZERS)
     _check_functions(op, at)
-    check_bool(op.optional_norm, at + 'optional_norm'); check_bool(op.fused, at + 'fused')
+    check_bool(op.optional_norm, at + 'optional_norm')
+    check_bool(op.fused, at + 'fused')
     check_float(op.fixed_logit, at + 'fixed_logit', allow_none=True)
     check_choice(op.proxy_rule, at + 'proxy_rule', PROXY_RULES)
     check_choice(op.proxy_rule_normalized, at + 'proxy_rule_normalized', (None, *PROXY_RULES))

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Iterator
 
 from tqdm.auto import tqdm
-
 import torch
 from torch import Tensor
 
@@ -555,10 +554,11 @@ def _reader_signals():
 @contextlib.contextmanager
 def _sigterm_exits():
     "In this block a SIGTERM ends the main thread as a Ctrl-C does, through every `finally`."
-    if threading.current_thread() is not threading.main_thread(): yield; return      # only it can take signals
-    old = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    main = threading.current_thread() is threading.main_thread()       # only it can take signals
+    old = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM)) if main else None
     try: yield
-    finally: signal.signal(signal.SIGTERM, old)
+    finally:
+        if main: signal.signal(signal.SIGTERM, old)
 
 def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_words, min_doc_words, num_proc,
                    progress) -> dict:

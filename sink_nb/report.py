@@ -4,7 +4,7 @@
 
 # %% ../nbs/28_report.ipynb #c5665c6c
 from __future__ import annotations
-import datetime, hashlib, html, json, math, os, re, tempfile
+import datetime, html, json, math, os, re, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .attention import DIVISORS
+from .checkpoints import file_sha256
 from .checks import check_bool, check_choice, check_eps, check_int, write_text_whole
 from .corpora import get_tokenizer
 from .explore import grid_chart, rate_chart, strongest_head, to_svg, token_labels
@@ -30,10 +31,9 @@ from .runs import Run
 from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
 
 # %% auto #0
-__all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'file_sha256', 'sink_numbers', 'head_taxonomy',
-           'first_token_norms', 'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising',
-           'cached_policies', 'cost_of_evicting', 'report_charts', 'chart_svg', 'report_page', 'Report',
-           'check_report_folder', 'report']
+__all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 'head_taxonomy', 'first_token_norms',
+           'strongest_head_alpha', 'report_data', 'subject', 'cost_of_quantising', 'cached_policies',
+           'cost_of_evicting', 'report_charts', 'chart_svg', 'report_page', 'Report', 'check_report_folder', 'report']
 
 # %% ../nbs/28_report.ipynb #917d900e
 def package_versions() -> dict:
@@ -44,14 +44,6 @@ def package_versions() -> dict:
 def _source_kind(src) -> str:
     "'gguf', 'folder' or 'hub': where a resolved transformers model comes from."
     return 'gguf' if 'gguf_file' in src.kw else 'folder' if Path(src.src).is_dir() else 'hub'
-
-# %% ../nbs/28_report.ipynb #e58a0101
-def file_sha256(path) -> str:
-    "The SHA-256 of a file, read in 1 MiB blocks: what names a model file on a page meant to be shared."
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''): digest.update(block)
-    return digest.hexdigest()
 
 # %% ../nbs/28_report.ipynb #ecb05e81
 def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, device, progress:bool, head:str='base',
