@@ -18,7 +18,7 @@ from torch import Tensor
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
            'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry', 'Registry',
-           'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole']
+           'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole', 'grad_off', 'without_grad']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -257,7 +257,10 @@ class _Guard:
         return False
 
     def __call__(self, signum, frame):
-        if self.own_code_running(frame): self.pending = True
+        # inside an outer context's own edit or undo (this context is part of it): the outer one holds the Ctrl-C
+        outer = next((g for g in _Guard.stack if g is not self and g.own_code_running(frame)), None)
+        if outer is not None: outer.pending = True
+        elif self.own_code_running(frame): self.pending = True
         else: self.old(signum, frame)
 
     def __enter__(self):
@@ -331,3 +334,21 @@ def write_text_whole(path, text:str):
             os.replace(tmp, path)
         except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
     except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
+
+# %% ../nbs/00_checks.ipynb #a59c0002
+@interrupt_safe
+def grad_off():
+    "Within the block gradients are off; after it grad mode is as it was, whatever the block or a Ctrl-C did."
+    before = torch.is_grad_enabled()
+    try:
+        torch.set_grad_enabled(False)
+        yield
+    finally: torch.set_grad_enabled(before)
+
+def without_grad(fn):
+    "Decorator: `fn` runs inside `grad_off`."
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with grad_off(): return fn(*args, **kwargs)
+    return run
+

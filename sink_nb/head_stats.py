@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from .attention import QK, AttentionSpec, QueryChunk, query_chunks, visible
-from .checks import Registry, check_int, check_tensor
+from .checks import Registry, check_int, check_tensor, without_grad
 
 # %% auto #0
 __all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'HeadStat', 'check_head_stat', 'diagonal_stat',
@@ -182,7 +182,7 @@ def pattern_chunk(
     return QueryChunk(0, T, 0, T, n, pattern.float().unsqueeze(2), vis)                 # (B, H, 1, T, n + T)
 
 # %% ../nbs/02_head_stats.ipynb #2745c60b
-@torch.no_grad()
+@without_grad
 def head_stats_from_qk(
     q:Tensor, k:Tensor,           # (B, H, T, d_h) and (B, H_kv, T, d_h) after RoPE
     names=(),                     # keys of HEAD_STATISTICS

@@ -20,7 +20,8 @@ from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_f
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import DIVISORS, NORMALIZERS, attention_weights, check_probe_length, visible
-from .checks import check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, interrupt_safe
+from .checks import (check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, grad_off,
+                            interrupt_safe, without_grad)
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, layer_windows, load_config, load_model,
                              load_tokenizer, model_probe, resolve_model)
@@ -307,7 +308,7 @@ class Pass(NamedTuple):
     reason:str
     alpha_options:dict             # {layer: importance_from_qk options} of a chunked pass; {} for eager
 
-@torch.no_grad()
+@without_grad
 def run_with_hooks(
     model,                        # a loaded transformers model
     ids:Tensor,                   # token ids (B, T)
@@ -360,7 +361,7 @@ def pattern_from_model(
     @lru_cache(maxsize=cache)
     def layers(sample:int) -> list[Tensor]:
         x = ids[sample:sample + 1, :max_tokens].to(next(model.parameters()).device)
-        with torch.no_grad(): _, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith('hook_pattern'))
+        with grad_off(): _, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith('hook_pattern'))
         T = x.shape[1]                                      # the last T query rows: a sink token's own row is dropped
         return [cache[f'blocks.{l}.attn.hook_pattern'][0, :, -T:].float().cpu() for l in range(model.config.n_layer)]
     return lambda sample, layer, head: layers(int(sample))[layer][head]
@@ -416,7 +417,7 @@ def check_windows_seen(model, alpha_options:dict, T:int):
                              "the first key can reach, is unknown")
 
 # %% ../nbs/18_hf.ipynb #c0a2f6b9
-@torch.inference_mode()
+@without_grad
 def measure_ids(
     model,                        # a loaded transformers model
     ids:Tensor,                   # the probe's token ids (N, T)

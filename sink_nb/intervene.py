@@ -14,7 +14,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from .checks import check_choice, check_int, eval_mode
+from .checks import check_choice, check_int, eval_mode, without_grad
 from .data import probe_batch
 from .hf import EditPlan, can_route_qk, run_with_cache, run_with_hooks
 from .metrics import SinkMeter, meter_batches
@@ -88,7 +88,7 @@ def check_model(model):
         raise ValueError(f"{type(model).__name__}'s attention is bidirectional: a next-token loss means nothing there")
 
 # %% ../nbs/19_intervene.ipynb #56862f87
-@torch.inference_mode()
+@without_grad
 def _pass(model, ids:Tensor, by_layer:dict, kind:str, new_meter=SinkMeter) -> tuple[float, SinkMeter]:
     "Next-token loss (summed) of one batch with the edit applied, and the meter that saw it: SinkLM hooks or a plan."
     ids = ids.to(next(model.parameters()).device)

@@ -14,7 +14,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from .attention import DIVISORS, QK, AttentionSpec, QueryChunk, query_chunks, metric_weights, queries_seeing
-from .checks import check_choice, check_eps, check_finite, check_int, check_tensor
+from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, without_grad
 from .head_stats import HEAD_STATISTICS, HeadStat, head_totals, pattern_chunk, select_head_stats
 
 # %% auto #0
@@ -191,7 +191,7 @@ def _alpha_of(colsum:Tensor, rows:QK, divisor:str) -> Tensor:
                          "(proxy=True)")
     return alpha
 
-@torch.no_grad()
+@without_grad
 def layer_stats(
     q:Tensor, k:Tensor,           # (B, H, T, d_h), (B, H_kv, T, d_h) after RoPE; or unbatched (H, T, d_h)
     stats:dict[str, HeadStat]|None=None,  # per-head statistics totalled in the same pass (`select_head_stats`)

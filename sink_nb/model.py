@@ -19,7 +19,7 @@ from torch import Tensor
 
 from .attention import ATTENTION_OPS, BACKENDS, AttentionName, AttentionSpec, attend, choose_backend
 from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, check_choice, check_fields, eval_mode,
-                            interrupt_safe)
+                            interrupt_safe, without_grad)
 from .metrics import SinkMeter, meter_batches
 from .results import SinkResult
 from .positions import POSITIONS, NoPE, PositionName
@@ -444,7 +444,7 @@ def metered(self:SinkLM, ids:Tensor, new_meter:Callable, backend:str|None=None) 
         self(ids.to(next(self.parameters()).device), backend=backend)
     return meter
 
-@torch.no_grad()
+@without_grad
 def measure_model(
     model:SinkLM, idx:Tensor,       # the model, and token ids (N, T)
     tokens:list|None=None, name:str|None=None, backend:str|None=None,

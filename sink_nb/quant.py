@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import (check_choice, check_int, check_token_ids, eval_mode, interrupt_safe,
-                            raise_if_interrupted)
+from .checks import (check_choice, check_int, check_token_ids, eval_mode, grad_off, interrupt_safe,
+                            raise_if_interrupted, without_grad)
 from .hf import run_with_cache
 from .metrics import first_token_norm_ratio
 from .model import SinkLM, embedding_rows, n_positions
@@ -110,11 +110,11 @@ def quantised(model, bits:int=8, granularity:str='tensor', keep_first:int=0, tar
         yield model
     finally:
         for h in handles: h.remove()
-        with torch.no_grad():
+        with grad_off():
             for weight, original in saved.items(): weight.copy_(original)
 
 # %% ../nbs/21_quant.ipynb #007cb79e
-@torch.no_grad()
+@without_grad
 def _quantise_weights(linears:dict, bits:int, granularity:str, saved:dict):
     "Round each weight in place (per tensor or per output channel), its original kept in `saved` before it is rounded."
     for m in linears.values():                      # a weight is (out, in): one scale per output channel is per row
@@ -144,7 +144,7 @@ def _check_ids(ids, model) -> Tensor:
     return ids
 
 # %% ../nbs/21_quant.ipynb #5c94ef49
-@torch.no_grad()
+@without_grad
 def quantisation_study(
     model,                      # a SinkLM or a transformers causal LM (float weights)
     ids:Tensor,                 # token ids (T,) or (B, T)
@@ -168,7 +168,7 @@ def quantisation_study(
     return setting | dict(ppl=nll.mean().exp().item(), nll=nll.mean(0).cpu(), T=T, n=B)
 
 # %% ../nbs/21_quant.ipynb #ad6a89c8
-@torch.no_grad()
+@without_grad
 def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     "(L,) ‖h_1‖ / median_t ‖h_t‖ of the residual stream after each block, averaged over samples."
     ids = _check_ids(ids, model).to(next(model.parameters()).device); _check_length(model, ids.shape[1])

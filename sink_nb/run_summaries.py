@@ -11,7 +11,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from .checks import check_int
+from .checks import check_int, without_grad
 from .evidence import curve_summary, onset_summary, sink_at
 from .quant import quantised
 from .model import SinkConfig, SinkLM, measure_model, n_positions
@@ -35,7 +35,7 @@ def load_run(run_dir) -> tuple[SinkLM, SinkConfig, TrainConfig]:
     return model, cfg.model, cfg.train
 
 # %% ../nbs/22_run_summaries.ipynb #9816bf3f
-@torch.no_grad()
+@without_grad
 def residual_outliers(model:SinkLM, tokens:torch.Tensor) -> dict:
     "Per layer: excess kurtosis and max |value| of the residual stream after the block, on `tokens` (B, T)."
     names = [f'blocks.{l}.hook_resid_post' for l in range(model.config.n_layer)]
@@ -76,7 +76,7 @@ def _token_rows(ids) -> torch.Tensor:
                          f"{getattr(ids, 'dtype', '')} {getattr(ids, 'shape', type(ids).__name__)}")
     return ids
 
-@torch.no_grad()
+@without_grad
 def eviction_nll(model:SinkLM, ids:torch.Tensor, policy:str, window:int=16, sinks:int=4) -> torch.Tensor:
     "NLL (N, T - 1) of sequences `ids` (N, T) under `policy` (`stream.POLICIES`): row i is `stream_nll` of ids[i]."
     check_stream_args(policy, window, sinks, _token_rows(ids).shape[1], n_positions(model))

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checks import Registry, check_bool, check_choice, check_int, check_token_ids, eval_mode
+from .checks import Registry, check_bool, check_choice, check_int, check_token_ids, eval_mode, without_grad
 from .model import embedding_rows, n_positions
 
 # %% auto #0
@@ -217,7 +217,7 @@ def _steps(n:int, what:str, progress:bool, every:int=1):
     return tqdm(range(0, n, every), desc=what, leave=False, disable=not progress)
 
 # %% ../nbs/20_stream.ipynb #ef2b1223
-@torch.no_grad()
+@without_grad
 def _stream_cached(model, ids:Tensor, policy:str, window:int, sinks:int, positions:str, progress:bool=False) -> Tensor:
     "Token by token through a DynamicCache, cut after every step to what the policy keeps for the next token."
     from transformers import DynamicCache
@@ -245,7 +245,7 @@ def _logits_of(model, ids:Tensor) -> Tensor:
     return _batch_logits(model, ids[None])[0]
 
 # %% ../nbs/20_stream.ipynb #511334d6
-@torch.no_grad()
+@without_grad
 def recomputed_nll(model, ids:Tensor, policy:str, window:int, sinks:int=4, progress:bool=False,
                    every:int=1) -> Tensor:
     "Each prediction from a fresh pass over the kept tokens, at positions 0..: NLL (T-1,) or (N, T-1) of ids."
@@ -269,7 +269,7 @@ def _length(ids, model) -> int:
         raise ValueError(f"`ids` must be a 1-D tensor of token ids, got {getattr(ids, 'shape', type(ids).__name__)}")
     return check_token_ids(ids[None], embedding_rows(model)).shape[1]
 
-@torch.no_grad()
+@without_grad
 def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=4, positions:str='cache',
                progress:bool=False) -> Tensor:
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."

@@ -19,7 +19,7 @@ from torch import Tensor
 from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus, local_path
 from .shards import TokenShards, ensure_prepared, prepared_path
 from .data import Sequences, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
-from .checks import eval_mode
+from .checks import eval_mode, without_grad
 from .results import key_problems
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, set_rng_state
@@ -172,7 +172,7 @@ def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
     if model_cfg.prefix: loss = loss[:, prefix_loss_mask(y.shape[1], model_cfg.prefix)]
     return loss.mean()
 
-@torch.no_grad()
+@without_grad
 def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autocast) -> dict:
     "Validation loss and the sink rates on the probe of `data` (a run's EvalSet); the SinkResult under '_result'."
     evals = data if isinstance(data, EvalSet) else eval_set(data, cfg, model.config.vocab_size)

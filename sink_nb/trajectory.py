@@ -8,7 +8,6 @@ import math, re, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
 from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor
@@ -16,7 +15,7 @@ from tqdm.auto import tqdm
 
 from .charts import svg_chart
 from .checkpoints import checkpoint_state
-from .checks import check_eps, check_int, eval_mode
+from .checks import check_eps, check_int, eval_mode, grad_off
 from .corpora import local_path
 from .hf import measure_ids
 from .hf_load import ModelSource, layer_windows, load_model, model_probe
@@ -83,7 +82,7 @@ def trajectory(
 def measure_stats(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
     "α (N, L, H, n_slots + T) and statistics of `ids` by the one measuring loop: a SinkLM's hooks, else `hf`'s."
     if not isinstance(model, SinkLM): return measure_ids(model, ids, batch_size, route=route, **meter_options)[:2]
-    with torch.no_grad(), eval_mode(model):
+    with grad_off(), eval_mode(model):
         return meter_batches(model.metered, ids, batch_size, alpha_options=model.metric_options, **meter_options)
 
 # %% ../nbs/27_trajectory.ipynb #be0ca544

@@ -2,7 +2,7 @@
 call (sink_nb's, transformers', torch's: the points where CPython handles a pending signal), for every k, through each
 context that edits a model in place (hooks, the attention implementation, rounded weights, eval
 mode); afterwards every parameter and buffer, every hook list, every module's mode and the attention implementation are
-compared with the originals, and a plain forward pass must give the same logits as before."""
+compared with the originals, as is torch's grad mode, and a plain forward pass must give the same logits as before."""
 import signal, sys
 
 import pytest
@@ -45,14 +45,16 @@ def snapshot(model) -> dict:
     return dict(tensors={n: t.detach().clone() for n, t in model.state_dict(keep_vars=True).items()},
                 modes=[m.training for m in model.modules()],
                 hooks=[(len(m._forward_hooks), len(m._forward_pre_hooks)) for m in model.modules()],
-                attn=getattr(getattr(model, 'config', None), '_attn_implementation', None))
+                attn=getattr(getattr(model, 'config', None), '_attn_implementation', None),
+                grad=torch.is_grad_enabled(), inference=torch.is_inference_mode_enabled())
 
 
 def assert_unchanged(model, before:dict, forward, logits, where:str):
     now = snapshot(model)
     changed = [n for n, t in before['tensors'].items() if not torch.equal(now['tensors'][n], t)]
     assert not changed, f"{where}: tensors changed: {changed[:3]}"
-    for what in ('modes', 'hooks', 'attn'): assert now[what] == before[what], f"{where}: {what} changed"
+    for what in ('modes', 'hooks', 'attn', 'grad', 'inference'):
+        assert now[what] == before[what], f"{where}: {what} changed"
     with torch.no_grad(): assert torch.equal(forward(), logits), f"{where}: a plain forward differs"
 
 
