@@ -18,7 +18,8 @@ from torch import Tensor
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
            'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry', 'Registry',
-           'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole', 'grad_off', 'without_grad']
+           'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole', 'grad_off',
+           'without_grad']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -240,6 +241,17 @@ class Registry(MutableMapping):
     def __iter__(self): return iter(self._entries)
     def __len__(self): return len(self._entries)
     def __repr__(self): return f"Registry {self.name}({list(self._entries)})"
+
+# %% ../nbs/00_checks.ipynb #b8d2e008
+def check_seeds(seeds) -> list[int]:
+    "The seeds as a list of integers >= 0, none twice, at least one."
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, '__iter__'):
+        raise TypeError(f"`seeds` must be a list of integers >= 0, got {seeds!r}")
+    seeds = [check_int(s, 'seeds', 0) for s in seeds]          # an int each: a seed names a folder, seed{s}
+    if twice := sorted({str(s) for s in seeds if seeds.count(s) > 1}):
+        raise ValueError(f"`seeds` lists {', '.join(twice)} more than once: each would be trained and counted twice")
+    if not seeds: raise ValueError("`seeds` is empty: nothing to train")
+    return seeds
 
 # %% ../nbs/00_checks.ipynb #67f19b14
 class _Guard:

@@ -5,6 +5,7 @@
 # %% ../nbs/15_data.ipynb #cf1b0c73
 from __future__ import annotations
 import hashlib, json, os, uuid, warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,16 @@ from torch import Tensor
 from fastcore.basics import patch_to
 
 from .checks import check_choice, check_int
-from .corpora import ByteTokenizer, builtin_texts
-from .shards import FORMAT_VERSION, Encoder, TokenShards, document_batches, token_dtype, tokenizer_key
+from .corpora import ByteTokenizer, builtin_texts, get_tokenizer, load_corpus
+from .shards import (FORMAT_VERSION, Encoder, TokenShards, document_batches, ensure_prepared, token_dtype,
+                            tokenizer_key)
+from .model import SinkConfig
+from .runs import EvalSet
+from .run_settings import TrainConfig
 
 # %% auto #0
 __all__ = ['PROBES', 'Sequences', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch',
-           'document_probe']
+           'document_probe', 'RunData', 'manipulate_batch', 'prepare_data', 'check_token_ids', 'eval_set']
 
 # %% ../nbs/15_data.ipynb #7ee47045
 class Sequences:
@@ -291,3 +296,72 @@ def document_probe(
                 bos=[], part=shards.part)
     if len(picked) < n: warnings.warn(f"document_probe found {len(picked)} of {n} documents wanted ({T + 1}+ tokens)")
     return torch.from_numpy(np.stack([shards.read(s, T) for s in picked]).astype(np.int64)), info
+
+# %% ../nbs/15_data.ipynb #db3d03b9
+@dataclass
+class RunData:
+    "Everything a run reads: training and validation sequences, the probe, the tokenizer."
+    train:Sequences
+    val:Sequences
+    probe:Tensor                        # (N, probe_T)
+    tokenizer:object = None
+    probe_info:dict = field(default_factory=dict)
+
+def manipulate_batch(batch:Tensor, cfg:TrainConfig, vocab_size:int, position:int) -> Tensor:
+    "A batch with the run's data manipulations; randomness from (seed, position)."
+    if cfg.random_tokens:
+        batch = random_tokens(batch, *cfg.random_tokens, vocab_size,
+                              torch.Generator().manual_seed(cfg.seed * 1_000_003 + position))
+    if cfg.fixed_token: batch = fix_token(batch, *cfg.fixed_token)
+    return batch
+
+# %% ../nbs/15_data.ipynb #b1ce412f
+def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
+    "bigram-backcopy rows: the last `val_blocks` for validation, their first `probe_n` for the probe."
+    args = dict(T=cfg.seq_len, vocab_size=model_cfg.vocab_size, seed=cfg.seed) | cfg.corpus_args
+    seqs = pack(load_corpus(cfg.corpus, **args), None, cfg.seq_len, seed=cfg.seed)
+    if seqs.n <= cfg.val_blocks:
+        raise ValueError(f"the corpus has {seqs.n} sequences of T={cfg.seq_len}; `val_blocks`={cfg.val_blocks} leaves "
+                         "none for training")
+    tokens = seqs.tokens
+    probe = torch.from_numpy(np.asarray(tokens[-cfg.val_blocks:][:cfg.probe_n, :cfg.probe_T]).astype(np.int64))
+    train, val = Sequences(tokens[:-cfg.val_blocks], cfg.seed), Sequences(tokens[-cfg.val_blocks:], cfg.seed)
+    return train, val, probe, dict(probe='rows', n=len(probe), vocab=int(tokens.max()) + 1)
+
+def _sharded(cfg:TrainConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
+    "Text corpora: prepared token shards, the probe from held-out document starts."
+    path = Path(cfg.corpus).expanduser()                                   # a folder `shards.prepare` wrote, or ...
+    if not (path / 'meta.json').is_file():                                 # ... a source, prepared once in data_dir
+        path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
+    train, val = TokenShards(path, 'train'), TokenShards(path, 'val')
+    probe, info = document_probe(val, cfg.probe_T, cfg.probe_n)
+    return Sequences(train, cfg.seed, T=cfg.seq_len), Sequences(val, cfg.seed,
+                                                          T=cfg.seq_len), probe, info | dict(vocab=train.vocab_size)
+
+# %% ../nbs/15_data.ipynb #ee177026
+def prepare_data(cfg:TrainConfig, model_cfg:SinkConfig) -> RunData:
+    "Training and validation sequences and the probe of a run, checked against the model."
+    train, val, probe, info = _in_memory(cfg, model_cfg) if cfg.corpus == 'bigram-backcopy' else _sharded(cfg)
+    if info['vocab'] > model_cfg.vocab_size:
+        raise ValueError(f"the corpus has token ids up to {info['vocab'] - 1}; the model's vocab_size is "
+                         f"{model_cfg.vocab_size}")
+    if cfg.max_tokens: train = token_budget(train, cfg.max_tokens)
+    if cfg.fixed_token: probe = fix_token(probe, *cfg.fixed_token) if cfg.fixed_token[0] < probe.shape[1] else probe
+    tok = get_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
+    return RunData(train, val, probe, tok, info)
+
+# %% ../nbs/15_data.ipynb #a4543667
+def check_token_ids(batch:Tensor, vocab_size:int, where:str) -> Tensor:
+    "`batch`, after checking that every id is below `vocab_size`; an error naming `where` the ids come from."
+    if batch.numel() and (batch.max() >= vocab_size or batch.min() < 0):
+        raise ValueError(f"{where} holds token ids up to {int(batch.max())} (min {int(batch.min())}); the model's "
+                         f"vocab_size is {vocab_size}: the corpus does not fit the model")
+    return batch
+
+def eval_set(data:RunData, cfg:TrainConfig, vocab_size:int) -> EvalSet:
+    "The validation batches and the probe a run is evaluated on, drawn once; token ids checked."
+    n = min(cfg.batch_size, data.val.n)
+    batches = [manipulate_batch(data.val.batch(i * n, n), cfg, vocab_size, -2 - i) for i in range(cfg.eval_batches)]
+    val = torch.stack(batches)
+    check_token_ids(data.probe, vocab_size, 'the probe')
+    return EvalSet(check_token_ids(val, vocab_size, 'the validation data'), data.probe, data.probe_info)

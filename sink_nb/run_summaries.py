@@ -18,7 +18,8 @@ from .model import SinkConfig, SinkLM, measure_model, n_positions
 from .stream import check_stream_args, policy_of, recomputed_nll
 from .runs import EvalSet, Run
 from .run_settings import TrainConfig
-from .train import RunData, eval_set, evaluate
+from .data import RunData, eval_set
+from .train import evaluate
 from .run_configs import load_run_config
 
 # %% auto #0

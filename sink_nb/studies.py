@@ -12,19 +12,19 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import Registry, check_choice, check_int, write_text_whole
+from .checks import Registry, check_choice, check_int, check_seeds, write_text_whole
 from .model import SinkConfig, measure_model
 from .runs import Run
-from .train import NonFiniteTraining, TrainConfig, train
+from .train import NonFiniteTraining, TrainConfig, seed_batch_problem, train, train_seeds
 from .run_configs import MITIGATIONS, load_run_config, mitigation_config
 from .evidence import check_rerun, curve_summary, onset_summary
 
 # %% auto #0
 __all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'WORKER_REGISTRIES', 'RERUN_CHECKS', 'variant_folder', 'check_study',
-           'in_setting', 'study_out', 'variant_configs', 'train_variant', 'late_entries', 'training_pool',
-           'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation', 'confirmation_groups',
-           'confirm_claim', 'study_record', 'read_study', 'study_runs', 'check_study_out', 'plan_study', 'run_study',
-           'check_study_rerun', 'train_mitigations']
+           'in_setting', 'study_out', 'variant_configs', 'train_variant', 'train_variant_seeds', 'late_entries',
+           'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation',
+           'confirmation_groups', 'confirm_claim', 'study_record', 'read_study', 'study_runs', 'check_study_out',
+           'plan_study', 'run_study', 'check_study_rerun', 'train_mitigations']
 
 # %% ../nbs/23_studies.ipynb #b8d2e002
 def variant_folder(label:str) -> str:
@@ -109,6 +109,26 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
     torch.set_num_threads(threads)
     return str(train(*variant_configs(overrides, seed, steps, out, progress)))
 
+def train_variant_seeds(overrides:dict, seeds:list, steps:int|None, outs:list, threads:int,
+                        keep_going:bool=False) -> list[str]:
+    "Train one variant for `seeds` into `outs` as one seed batch (`train_seeds`), alone where it cannot; the folders."
+    if _UNREACHED:                                            # in a training process: the parent's late entries
+        raise RuntimeError(f"{', '.join(_UNREACHED)} did not reach a training process: define it at the top level of "
+                           "an importable module, or train one run at a time (jobs 1)")
+    torch.set_num_threads(threads)
+    model_cfg = variant_configs(overrides, seeds[0], steps, outs[0])[0]
+    cfgs = [variant_configs(overrides, s, steps, out)[1] for s, out in zip(seeds, outs)]
+    if seed_batch_problem(model_cfg, cfgs): return [_alone(model_cfg, cfg, keep_going) for cfg in cfgs]   # compiled
+    return [str(p) for p in train_seeds(model_cfg, cfgs, keep_going=keep_going)]
+
+def _alone(model_cfg:SinkConfig, cfg:TrainConfig, keep_going:bool) -> str:
+    "Train one run; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
+    try: return str(train(model_cfg, cfg))
+    except NonFiniteTraining:
+        if not keep_going: raise
+        return cfg.out_dir
+
+
 # %% ../nbs/23_studies.ipynb #b8d2e004
 WORKER_REGISTRIES = ('attention.ATTENTION_OPS', 'attention.NORMALIZERS', 'model.NORMS', 'model.MLPS', 'model.GATES',
                      'model.INITS', 'positions.POSITIONS', 'run_configs.MITIGATIONS')  # plain dicts a run reads
@@ -180,16 +200,6 @@ def _pool_block(jobs:int, late:dict):
     else: pool.close()                                                  # done: workers leave quietly, no SIGTERM
     finally: pool.join()
 
-def _train_task(args:tuple, keep_going:bool) -> str:
-    "One run of `train_variants`; with `keep_going`, a run that diverges gives its folder (its log says it stopped)."
-    if _UNREACHED:
-        raise RuntimeError(f"{', '.join(_UNREACHED)} did not reach a training process: define it at the top level of "
-                           "an importable module, or train one run at a time (jobs 1)")
-    try: return train_variant(*args)
-    except NonFiniteTraining:
-        if not keep_going: raise
-        return args[3]
-
 # %% ../nbs/23_studies.ipynb #b8d2e006
 def _variant_folders(variants, steps:int|None=None) -> dict[str, str]:
     "label -> folder of each variant; refused: not label -> overrides, empty, two sharing a folder, a key a study sets."
@@ -204,31 +214,22 @@ def _variant_folders(variants, steps:int|None=None) -> dict[str, str]:
             raise ValueError(f"variant {label!r} sets {sorted(set_here)}, which the study sets for each run")
     return folders
 
-# %% ../nbs/23_studies.ipynb #b8d2e008
-def _check_seeds(seeds) -> list[int]:
-    "The seeds as a list of integers >= 0, none twice, at least one."
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, '__iter__'):
-        raise TypeError(f"`seeds` must be a list of integers >= 0, got {seeds!r}")
-    seeds = [check_int(s, 'seeds', 0) for s in seeds]          # an int each: a seed names a folder, seed{s}
-    if twice := sorted({str(s) for s in seeds if seeds.count(s) > 1}):
-        raise ValueError(f"`seeds` lists {', '.join(twice)} more than once: each would be trained and counted twice")
-    if not seeds: raise ValueError("`seeds` is empty: nothing to train")
-    return seeds
-
 # %% ../nbs/23_studies.ipynb #a7f3c002
 def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int=2,
                    keep_going:bool=False) -> dict[tuple, Path]:
-    "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, `jobs` at once; (label, seed) -> run."
-    seeds, folders = _check_seeds(seeds), _variant_folders(variants, steps)
+    "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, in seed batches; (label, seed) -> run."
+    seeds, folders = check_seeds(seeds), _variant_folders(variants, steps)
     check_int(steps, 'steps', 1, allow_none=True); check_int(jobs, 'jobs', 1)
-    tasks = [(label, s) for label in variants for s in seeds]
+    parts = min(len(seeds), max(1, jobs // len(variants)))      # a variant's seeds split so that every job has work
+    tasks = [(label, seeds[i::parts]) for label in variants for i in range(parts)]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     threads = torch.get_num_threads() if jobs == 1 else max(1, cores // jobs)    # in-process: the caller's setting
-    args = [((variants[l], s, steps, str(Path(out) / folders[l] / f'seed{s}'), threads), keep_going) for l, s in tasks]
-    if jobs == 1: done = [_train_task(*a) for a in args]
+    args = [(variants[l], ss, steps, [str(Path(out) / folders[l] / f'seed{s}') for s in ss], threads, keep_going)
+            for l, ss in tasks]
+    if jobs == 1: done = [train_variant_seeds(*a) for a in args]
     else:
-        with training_pool(jobs) as pool: done = pool.starmap(_train_task, args)
-    return {task: Path(p) for task, p in zip(tasks, done)}
+        with training_pool(jobs) as pool: done = pool.starmap(train_variant_seeds, args)
+    return {(label, s): Path(p) for (label, ss), paths in zip(tasks, done) for s, p in zip(ss, paths)}
 
 # %% ../nbs/23_studies.ipynb #b8d2e010
 def _value(record:dict, stat:str):
@@ -499,7 +500,7 @@ def plan_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, varian
         raise ValueError(f"`name` must be one of {list(CPU_STUDIES)} (or pass `variants`), got {name!r}")
     every = in_setting(CPU_STUDIES[name] if variants is None else variants, setting)
     chosen = every if only is None else _only(name, every, only)
-    _check_seeds(seeds)
+    check_seeds(seeds)
     _variant_folders(chosen, check_int(steps, 'steps', 1, allow_none=True))
     for overrides in chosen.values(): variant_configs(overrides, 0, steps, str(out))   # a bad value: before any run
     return every, chosen, check_study_out(out, name, every, steps, setting)
@@ -508,7 +509,7 @@ def plan_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, varian
 def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:int=2, command:str='',
               variants:dict|None=None, setting:str='demo') -> Study:
     "Train study `name` (a CPU_STUDIES key, or `variants`) in `setting` for `seeds` into `out`; read its runs there."
-    t0, seeds = time.perf_counter(), _check_seeds(seeds)
+    t0, seeds = time.perf_counter(), check_seeds(seeds)
     every, chosen, there = plan_study(name, out, seeds, only, steps, variants, setting)
     saved = Study.load(Path(out) / 'study.json') if is_study_file(Path(out) / 'study.json') else None
     earlier = saved.meta.get('commands') if saved else []

@@ -4,32 +4,34 @@
 
 # %% ../nbs/16_train.ipynb #5a7b864c
 from __future__ import annotations
-import importlib.util, logging, math, os, random, re, time, warnings
+import contextlib, copy, importlib.util, itertools, logging, math, os, random, re, time, warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from fastcore.basics import patch
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+from torch.func import functional_call, vmap
 
-from .corpora import TEXT_CORPORA, get_tokenizer, hub_reachable, load_corpus, local_path
-from .shards import TokenShards, ensure_prepared, prepared_path
-from .data import Sequences, document_probe, fix_token, pack, prefix_loss_mask, random_tokens, token_budget
+from .corpora import TEXT_CORPORA, hub_reachable, local_path
+from .shards import prepared_path
+from .data import RunData, check_token_ids, eval_set, manipulate_batch, prefix_loss_mask, prepare_data
 from .checks import eval_mode, without_grad
 from .results import key_problems
 from .model import SinkConfig, SinkLM, measure_model
-from .checkpoints import checkpoint_due, set_rng_state
+from .checkpoints import checkpoint_due, rng_state, set_rng_state
 from .runs import EvalSet, Run
 from .run_settings import TrainConfig, flat_settings
 
 # %% auto #0
-__all__ = ['log', 'PACE_STEPS', 'lr_at', 'make_optimizer', 'RunData', 'prepare_data', 'check_token_ids', 'eval_set', 'Dist',
-           'setup_distributed', 'evaluate', 'NonFiniteTraining', 'check_before_claim', 'cpu_bf16', 'precision_note',
-           'pace_note', 'train', 'missing_requirements']
+__all__ = ['log', 'PACE_STEPS', 'lr_at', 'make_optimizer', 'Dist', 'setup_distributed', 'evaluate', 'NonFiniteTraining',
+           'check_before_claim', 'cpu_bf16', 'precision_note', 'pace_note', 'train', 'seed_batch_problem', 'SeedBatch',
+           'train_seeds', 'missing_requirements']
 
 # %% ../nbs/16_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:
@@ -44,81 +46,17 @@ def _decays(model:nn.Module) -> set[int]:
     "ids of the parameters that are weight matrices of linear layers."
     return {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
 
-def make_optimizer(model:nn.Module, cfg:TrainConfig) -> torch.optim.AdamW:
-    "AdamW with the paper's betas; weight decay on linear weights, and on everything when `decay_all`."
-    matrices, decay, no_decay = _decays(model), [], []
-    for p in model.parameters():
-        if p.requires_grad: (decay if cfg.decay_all or id(p) in matrices else no_decay).append(p)
+def make_optimizer(model:nn.Module, cfg:TrainConfig, params:dict|None=None) -> torch.optim.AdamW:
+    """AdamW with the paper's betas; weight decay on linear weights, and on everything when `decay_all`. `params`
+    (name -> tensor): what to optimise in place of the model's own parameters, grouped by their names."""
+    matrices = _decays(model)
+    decayed = {name for name, p in model.named_parameters() if id(p) in matrices}
+    decay, no_decay = [], []
+    for name, p in (params or dict(model.named_parameters())).items():
+        if p.requires_grad: (decay if cfg.decay_all or name in decayed else no_decay).append(p)
     groups = [dict(params=decay, weight_decay=cfg.weight_decay), dict(params=no_decay, weight_decay=0.0)]
     return torch.optim.AdamW([g for g in groups if g['params']], lr=cfg.lr, betas=tuple(cfg.betas), fused=False)
 
-# %% ../nbs/16_train.ipynb #db3d03b9
-@dataclass
-class RunData:
-    "Everything a run reads: training and validation sequences, the probe, the tokenizer."
-    train:Sequences
-    val:Sequences
-    probe:Tensor                        # (N, probe_T)
-    tokenizer:object = None
-    probe_info:dict = field(default_factory=dict)
-
-def _manipulate(batch:Tensor, cfg:TrainConfig, vocab_size:int, position:int) -> Tensor:
-    "A batch with the run's data manipulations; randomness from (seed, position)."
-    if cfg.random_tokens:
-        batch = random_tokens(batch, *cfg.random_tokens, vocab_size,
-                              torch.Generator().manual_seed(cfg.seed * 1_000_003 + position))
-    if cfg.fixed_token: batch = fix_token(batch, *cfg.fixed_token)
-    return batch
-
-# %% ../nbs/16_train.ipynb #b1ce412f
-def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
-    "bigram-backcopy rows: the last `val_blocks` for validation, their first `probe_n` for the probe."
-    args = dict(T=cfg.seq_len, vocab_size=model_cfg.vocab_size, seed=cfg.seed) | cfg.corpus_args
-    seqs = pack(load_corpus(cfg.corpus, **args), None, cfg.seq_len, seed=cfg.seed)
-    if seqs.n <= cfg.val_blocks:
-        raise ValueError(f"the corpus has {seqs.n} sequences of T={cfg.seq_len}; `val_blocks`={cfg.val_blocks} leaves "
-                         "none for training")
-    tokens = seqs.tokens
-    probe = torch.from_numpy(np.asarray(tokens[-cfg.val_blocks:][:cfg.probe_n, :cfg.probe_T]).astype(np.int64))
-    train, val = Sequences(tokens[:-cfg.val_blocks], cfg.seed), Sequences(tokens[-cfg.val_blocks:], cfg.seed)
-    return train, val, probe, dict(probe='rows', n=len(probe), vocab=int(tokens.max()) + 1)
-
-def _sharded(cfg:TrainConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
-    "Text corpora: prepared token shards, the probe from held-out document starts."
-    path = Path(cfg.corpus).expanduser()                                   # a folder `shards.prepare` wrote, or ...
-    if not (path / 'meta.json').is_file():                                 # ... a source, prepared once in data_dir
-        path = ensure_prepared(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args)
-    train, val = TokenShards(path, 'train'), TokenShards(path, 'val')
-    probe, info = document_probe(val, cfg.probe_T, cfg.probe_n)
-    return Sequences(train, cfg.seed, T=cfg.seq_len), Sequences(val, cfg.seed,
-                                                          T=cfg.seq_len), probe, info | dict(vocab=train.vocab_size)
-
-# %% ../nbs/16_train.ipynb #ee177026
-def prepare_data(cfg:TrainConfig, model_cfg:SinkConfig) -> RunData:
-    "Training and validation sequences and the probe of a run, checked against the model."
-    train, val, probe, info = _in_memory(cfg, model_cfg) if cfg.corpus == 'bigram-backcopy' else _sharded(cfg)
-    if info['vocab'] > model_cfg.vocab_size:
-        raise ValueError(f"the corpus has token ids up to {info['vocab'] - 1}; the model's vocab_size is "
-                         f"{model_cfg.vocab_size}")
-    if cfg.max_tokens: train = token_budget(train, cfg.max_tokens)
-    if cfg.fixed_token: probe = fix_token(probe, *cfg.fixed_token) if cfg.fixed_token[0] < probe.shape[1] else probe
-    tok = get_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
-    return RunData(train, val, probe, tok, info)
-
-# %% ../nbs/16_train.ipynb #a4543667
-def check_token_ids(batch:Tensor, vocab_size:int, where:str) -> Tensor:
-    "`batch`, after checking that every id is below `vocab_size`; an error naming `where` the ids come from."
-    if batch.numel() and (batch.max() >= vocab_size or batch.min() < 0):
-        raise ValueError(f"{where} holds token ids up to {int(batch.max())} (min {int(batch.min())}); the model's "
-                         f"vocab_size is {vocab_size}: the corpus does not fit the model")
-    return batch
-
-def eval_set(data:RunData, cfg:TrainConfig, vocab_size:int) -> EvalSet:
-    "The validation batches and the probe a run is evaluated on, drawn once; token ids checked."
-    n = min(cfg.batch_size, data.val.n)
-    val = torch.stack([_manipulate(data.val.batch(i * n, n), cfg, vocab_size, -2 - i) for i in range(cfg.eval_batches)])
-    check_token_ids(data.probe, vocab_size, 'the probe')
-    return EvalSet(check_token_ids(val, vocab_size, 'the validation data'), data.probe, data.probe_info)
 
 # %% ../nbs/16_train.ipynb #5bacf789
 @dataclass
@@ -274,7 +212,7 @@ def _step(run:_TrainState, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, 
     "One optimiser step over this process's share of the global batch, in micro-batches; the mean loss."
     for g in run.optimizer.param_groups: g['lr'] = lr_at(run.step, cfg)
     start = run.position + run.dist.rank * share
-    batch = _manipulate(data.train.batch(start, share), cfg, model_cfg.vocab_size, start)
+    batch = manipulate_batch(data.train.batch(start, share), cfg, model_cfg.vocab_size, start)
     check_token_ids(batch, model_cfg.vocab_size, f'the training batch at position {start}')
     loss_sum = 0.0
     for i in range(0, share, micro):
@@ -310,8 +248,10 @@ def _evaluate_and_log(run:_TrainState, evals:EvalSet, cfg:TrainConfig, writers:l
         for w in writers: w(run.record)
         _progress_note(bar, run.record)
 
-def _checkpoint(run:_TrainState, cfg:TrainConfig):
-    states = _full_states(run.model, run.wrapped, run.optimizer, cfg, run.dist)
+def _checkpoint(run:_TrainState, cfg:TrainConfig, optimizer_state:dict|None=None):
+    "Save the run's checkpoint; `optimizer_state`: its slice of a seed batch's optimiser (its weights are a slice too)."
+    if optimizer_state is None: states = _full_states(run.model, run.wrapped, run.optimizer, cfg, run.dist)
+    else: states = ({k: v.clone() for k, v in run.model.state_dict().items()}, optimizer_state)
     state = dict(step=run.step, position=run.position, tokens=run.tokens, running=run.running,
                  elapsed=round(time.perf_counter() - run.started, 3))
     keep = cfg.keep_checkpoints if cfg.checkpoint_schedule == 'every' else None      # a series is kept whole
@@ -461,6 +401,172 @@ def _finish(run:_TrainState, cfg:TrainConfig):
                                   sink_rate=r['sink']['1'], sink_star=r.get('sink_star'),
                                   seconds=round(time.perf_counter() - run.started, 2),
                                   backend=_backend(run.model, cfg.seq_len, run.dist.device)))
+
+# %% ../nbs/16_train.ipynb #a59c0021
+def seed_batch_problem(model_cfg:SinkConfig, cfgs:list) -> str:
+    "Why the runs `cfgs` (TrainConfigs) cannot train as one batch of seeds of `model_cfg`; '' when they can."
+    if not cfgs: return "`cfgs` is empty: nothing to train"
+    if not all(isinstance(c, TrainConfig) for c in cfgs): return "`cfgs` must be a list of TrainConfig"
+    own = lambda c: asdict(c) | dict(seed=None, out_dir=None)                   # what each run sets for itself
+    for cfg in cfgs[1:]:
+        if differ := [k for k, v in own(cfg).items() if v != own(cfgs[0])[k]]:
+            return (f"seed {cfg.seed} differs from seed {cfgs[0].seed} in {', '.join(differ)}: only `seed` and "
+                    "`out_dir` may differ within a batch")
+    seeds = [c.seed for c in cfgs]
+    if len(set(seeds)) < len(seeds): return f"`seed` repeats in {seeds}: each seed trains once"
+    if len({Path(c.out_dir).expanduser().resolve() for c in cfgs}) < len(cfgs): return "two runs share an `out_dir`"
+    if cfgs[0].compile: return "`compile`=true: a compiled model trains one seed at a time"
+    if int(os.environ.get('WORLD_SIZE', 1)) > 1: return "under torchrun each process trains one run"
+    return ''
+
+
+# %% ../nbs/16_train.ipynb #a59c0023
+class SeedBatch:
+    "The parameters of S runs stacked as (S, …); each run's own model reads its slice, so it evaluates and saves alone."
+    def __init__(self, runs:list, cfg:TrainConfig):
+        self.runs, self.template = runs, copy.deepcopy(runs[0].model)       # the module whose forward is vmapped
+        own = [dict(r.model.named_parameters()) for r in runs]
+        self.params = {n: nn.Parameter(torch.stack([o[n].detach() for o in own])) for n in own[0]}
+        for s, named in enumerate(own):
+            for n, p in named.items(): p.data = self.params[n].data[s]              # a view: it follows each step
+        self.buffers = dict(self.template.named_buffers())
+        self.optimizer = make_optimizer(self.template, cfg, self.params)
+        self._stack_states()
+
+    def _stack_states(self):
+        "Resumed runs: the optimiser states their checkpoints restored, stacked in the batch's optimiser."
+        per_run = [[r.optimizer.state.get(p, {}) for g in r.optimizer.param_groups for p in g['params']]
+                   for r in self.runs]
+        stacked = [p for g in self.optimizer.param_groups for p in g['params']]
+        for i, p in enumerate(stacked):
+            if not per_run[0][i]: continue
+            self.optimizer.state[p] = {k: torch.stack([states[i][k] for states in per_run]) if v.dim() else v.clone()
+                                       for k, v in per_run[0][i].items()}
+
+# %% ../nbs/16_train.ipynb #a59c0031
+@patch
+def optimizer_state(self:SeedBatch, s:int) -> dict:
+    "Run `s`'s optimiser state dict: what its own AdamW would hold."
+    whole = self.optimizer.state_dict()
+    state = {i: {k: v[s].clone() if v.dim() else v.clone() for k, v in st.items()}
+             for i, st in whole['state'].items()}
+    return dict(state=state, param_groups=copy.deepcopy(whole['param_groups']))
+
+# %% ../nbs/16_train.ipynb #a59c0032
+@patch
+def losses(self:SeedBatch, batches:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
+    "Each run's mean loss on its own batch: (S, B, T + 1) token ids -> (S,)."
+    def one(params, batch):
+        forward = lambda x: functional_call(self.template, (params, self.buffers), (x,))
+        return _loss(forward, batch, model_cfg, autocast)
+    return vmap(one)(self.params, batches)
+
+@patch
+def clip(self:SeedBatch, max_norm:float):
+    "Each run's gradients scaled by its own norm, as `clip_grad_norm_` scales one model's."
+    grads = [p.grad for p in self.params.values() if p.grad is not None]
+    norms = torch.stack([g.detach().float().flatten(1).norm(dim=1) for g in grads]).norm(dim=0)
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads: g.mul_(scale.view(-1, *[1] * (g.dim() - 1)).to(g.dtype))
+
+# %% ../nbs/16_train.ipynb #a59c0024
+def train_seeds(
+    model_cfg:SinkConfig,            # the model
+    cfgs:list,                       # one TrainConfig per seed, differing only in `seed` and `out_dir`
+    callbacks:list[Callable]|None=None,  # called as cb(step, model, loss) for each run after every optimiser step
+    keep_going:bool=False,           # a run that diverges stops alone and the others go on; without: raised at the end
+) -> list[Path]:                     # the run folders (resolved), in the order of `cfgs`
+    "Train the runs `cfgs` of `model_cfg` as one batched model; each run's folder as `train` would leave it alone."
+    if why := seed_batch_problem(model_cfg, cfgs): raise ValueError(why)
+    dist = setup_distributed()
+    with contextlib.ExitStack() as held:
+        runs = []
+        for cfg in cfgs:
+            check_before_claim(model_cfg, cfg)
+            folder = Run(cfg.out_dir)
+            held.enter_context(folder.lock())
+            changes = _claim(folder, model_cfg, cfg)
+            data = prepare_data(cfg, model_cfg)
+            evals = eval_set(data, cfg, model_cfg.vocab_size)
+            run = _start(model_cfg, cfg, dist, folder)
+            _begin_log(run, model_cfg, cfg, evals, changes)
+            runs.append(_SeedRun(run, cfg, data, evals, rng_state()))          # the random state it has alone
+        for _, group in itertools.groupby(sorted(runs, key=lambda r: r.run.step), key=lambda r: r.run.step):
+            _seed_loop(list(group), model_cfg, callbacks or [])
+        for r in runs:
+            if r.stopped is None: _finish(r.run, r.cfg)
+    if stopped := [r.stopped for r in runs if r.stopped is not None and not keep_going]: raise stopped[0]
+    return [r.run.folder.path for r in runs]
+
+# %% ../nbs/16_train.ipynb #a59c0033
+@dataclass
+class _SeedRun:
+    "One run of a seed batch: its state, settings, data, and the global random state it would have alone."
+    run:_TrainState; cfg:TrainConfig; data:RunData; evals:EvalSet; rng:dict; stopped:Exception|None = None
+
+    def alone(self, fn:Callable):
+        "fn() with the global random state this run would have if it trained alone."
+        set_rng_state(self.rng)
+        try: return fn()
+        finally: self.rng = rng_state()
+
+# %% ../nbs/16_train.ipynb #a59c0025
+def _seed_step(batch:SeedBatch, runs:list, model_cfg:SinkConfig, micro:int) -> list[float]:
+    "One optimiser step of every run in the batch on its own data; each run's mean loss."
+    cfg, first = runs[0].cfg, runs[0].run
+    for g in batch.optimizer.param_groups: g['lr'] = lr_at(first.step, cfg)
+    tokens = []
+    for r in runs:
+        own = manipulate_batch(r.data.train.batch(r.run.position, cfg.batch_size), r.cfg, model_cfg.vocab_size,
+                               r.run.position)
+        tokens.append(check_token_ids(own, model_cfg.vocab_size, f'the training batch at position {r.run.position}'))
+    tokens = torch.stack(tokens).to(first.dist.device)
+    sums = [0.0] * len(runs)
+    for i in range(0, cfg.batch_size, micro):
+        losses = batch.losses(tokens[:, i:i + micro], model_cfg, first.autocast) * (micro / cfg.batch_size)
+        losses.sum().backward()
+        sums = [total + loss.item() for total, loss in zip(sums, losses.detach())]
+    if cfg.grad_clip: batch.clip(cfg.grad_clip)
+    batch.optimizer.step()
+    batch.optimizer.zero_grad(set_to_none=True)
+    return sums
+
+# %% ../nbs/16_train.ipynb #a59c0034
+def _seed_loop(runs:list, model_cfg:SinkConfig, callbacks:list):
+    "Train a batch of runs that stand at one step to the end; evaluate and checkpoint each as it would be alone."
+    cfg, first = runs[0].cfg, runs[0].run
+    batch, micro = SeedBatch([r.run for r in runs], cfg), _shares(cfg, first.dist)[1]
+    label = f"{model_cfg.name} seeds {', '.join(str(r.cfg.seed) for r in runs)}"
+    bar, started, seen = _progress(cfg, first.step, label), time.perf_counter(), 0
+    _progress_say(bar, f"{label}: {precision_note(first.dist.device, first.autocast)}, steps {first.step} to "
+                       f"{cfg.steps:,}, {len(runs)} seeds as one batch")
+    try:
+        while True:
+            going = [r for r in runs if r.stopped is None]
+            if first.step % cfg.eval_every == 0 or first.step >= cfg.steps:
+                for r in going: r.alone(lambda: _evaluate_and_log(r.run, r.evals, r.cfg, [], bar))
+            if first.step >= cfg.steps or not going: break
+            losses = _seed_step(batch, runs, model_cfg, micro)
+            for r, loss in zip(runs, losses): _seed_advance(r, loss, callbacks)
+            seen += len(runs) * cfg.batch_size * runs[0].data.train.T
+            _progress_step(bar, first.step, cfg.steps, float(np.mean(losses)), seen / (time.perf_counter() - started))
+            if checkpoint_due(first.step, cfg.steps, cfg.checkpoint_every, cfg.checkpoint_schedule):
+                for s, r in enumerate(runs):
+                    if r.stopped is None: r.alone(lambda: _checkpoint(r.run, r.cfg, batch.optimizer_state(s)))
+    finally:
+        if hasattr(bar, 'close'): bar.close()
+
+# %% ../nbs/16_train.ipynb #a59c0035
+def _seed_advance(r:_SeedRun, loss:float, callbacks:list):
+    "A run's step done: its counters, its callbacks, its guard (a diverged run stops alone), its running loss."
+    run = r.run
+    run.step, run.position = run.step + 1, run.position + r.cfg.batch_size
+    run.tokens += r.cfg.batch_size * r.data.train.T
+    if r.stopped is not None: return
+    for cb in callbacks: cb(run.step, run.model, loss)
+    try: _guard(run, loss)
+    except NonFiniteTraining as e: r.stopped = e; return
+    run.running.append(loss)
 
 # %% ../nbs/16_train.ipynb #3d8d7b68
 def _local(name:str|None, what:str='source') -> bool:

@@ -174,7 +174,8 @@ def independent_sink(out, step):
     import yaml
     from safetensors.torch import load_file
     from sink_nb.model import SinkConfig, SinkLM, measure_model
-    from sink_nb.train import TrainConfig, prepare_data
+    from sink_nb.data import prepare_data
+    from sink_nb.train import TrainConfig
     raw = yaml.safe_load((out / 'config.yaml').read_text())
     model_cfg, cfg = SinkConfig(**raw['model']), TrainConfig(**raw['train'])
     model = SinkLM(model_cfg); model.load_state_dict(load_file(str(out / 'checkpoints' / f'step-{step}' / 'model.safetensors')))
