@@ -96,7 +96,7 @@ def show(args, plan:dict):
 
 
 def plan_jobs(plan:dict, out:Path, tiny:bool, corpus_overrides:list[str], stages:list[int]) -> list[dict]:
-    "The plan's jobs in its order: stage by stage, seed-major in a stage (a stop leaves whole seeds of every cell)."
+    "The plan's jobs in its order: stage by stage, seed-major in a stage; `batches` trains each cell's seeds as one."
     cells = {c['name']: c for c in plan['cells']}
     seeds = plan['seeds']['values'][:TINY_SEEDS] if tiny else plan['seeds']['values']
     tiny_step = {r['step']: TINY_STEPS_PER_READ_POINT * (i + 1) for i, r in enumerate(plan['read_points'])}
@@ -114,19 +114,43 @@ def plan_jobs(plan:dict, out:Path, tiny:bool, corpus_overrides:list[str], stages
 
 def with_run_settings(job:dict) -> dict:
     "The job with the settings of this run on this machine: seed, step, folder, and resuming if the folder holds a run."
-    resume = (Path(job['folder']) / 'config.yaml').exists()
-    run = [f"seed={job['seed']}", f"steps={job['steps']}", f"out_dir={job['folder']}", f'resume={str(resume).lower()}',
-           'progress=false']
-    if resume: run.append('allow_changes=[steps]')        # a later stage extends the run: its log records the change
+    # resume=true for every run of a batch (a seed batch's runs differ only in seed and folder): a folder that holds no
+    # run starts one; a later stage extends a run, and its log records the change of steps
+    run = [f"seed={job['seed']}", f"steps={job['steps']}", f"out_dir={job['folder']}", 'resume=true',
+           'allow_changes=[steps]', 'progress=false']
     return job | dict(overrides=[*job['overrides'], *run])
 
 
-def train_job(job:dict) -> Path:
-    "Train one job (`overrides` complete) with `sink_nb.train.train`; a later change swaps in a seed-batched trainer."
+def train_batch(jobs:list[dict]) -> list[Path]:
+    "Train the jobs of one cell and stage (`overrides` complete; they differ in seed and folder) as one seed batch."
+    import warnings
     from sink_nb.run_configs import load_run_config
-    from sink_nb.train import train
-    model_cfg, cfg, _ = load_run_config(job['config'], job['overrides'])
-    return train(model_cfg, cfg)
+    from sink_nb.train import train_seeds
+    configs = [load_run_config(job['config'], job['overrides']) for job in jobs]
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='.*holds no run to resume')     # a first stage starts its runs
+        return train_seeds(configs[0][0], [cfg for _, cfg, _ in configs])
+
+
+def train_cell(batch:list[dict], threads:int|None) -> list[str]:
+    "One process's work: one cell's seed batch, on `threads` threads (None: torch's default)."
+    if threads: set_threads(threads)
+    return [str(p) for p in train_batch(batch)]
+
+
+def train_at_once(cells:list[list[dict]], threads:int|None):
+    "Every cell's seed batch at once, a process each (spawned: a GPU is shared by processes, never by a fork)."
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(len(cells), mp_context=multiprocessing.get_context('spawn')) as pool:
+        for done in [pool.submit(train_cell, batch, threads) for batch in cells]: done.result()
+
+
+def batches(jobs:list[dict]) -> list[list[dict]]:
+    "The jobs as seed batches, one per stage and cell, in the plan's order of stages and of cells within a stage."
+    grouped = {}
+    for job in jobs: grouped.setdefault((job['stage'], job['cell']), []).append(job)
+    return list(grouped.values())
 
 
 def device_name() -> str:
@@ -197,21 +221,21 @@ def runs(args, plan:dict):
     commit = resolve_commit(args, state)
     args.out.mkdir(parents=True, exist_ok=True)
     record = open_record(args, state, commit)
-    if args.tiny: set_threads(1)                         # a one-layer model gains nothing from a second core
     done = {(r['stage'], r['cell'], r['seed']) for r in record['runs'] if r.get('finished')}
-    for job in jobs:
-        if (job['stage'], job['cell'], job['seed']) in done: continue       # a later call goes on where one stopped
-        job = with_run_settings(job)
-        entry = dict(cell=job['cell'], seed=job['seed'], stage=job['stage'], steps=job['steps'],
-                     overrides=job['overrides'], folder=job['folder'], started=utc_now(), finished=None)
-        record['runs'].append(entry)
-        save_record(record, args.out)                    # the start time is on disk before training begins
+    pending = [with_run_settings(j) for j in jobs if (j['stage'], j['cell'], j['seed']) not in done]   # goes on
+    for stage in sorted({job['stage'] for job in pending}):
+        cells = batches([job for job in pending if job['stage'] == stage])
+        entries = [[dict(cell=job['cell'], seed=job['seed'], stage=job['stage'], steps=job['steps'],
+                         overrides=job['overrides'], folder=job['folder'], started=utc_now(), finished=None)
+                    for job in batch] for batch in cells]
+        for cell_entries in entries: record['runs'].extend(cell_entries)
+        save_record(record, args.out)                    # the start times are on disk before training begins
         t0 = time.time()
-        train_job(job)
-        entry['finished'] = utc_now()
+        train_at_once(cells, 1 if args.tiny else None)
+        for entry in [e for cell_entries in entries for e in cell_entries]: entry['finished'] = utc_now()
         save_record(record, args.out)
-        print(f"stage {job['stage']} {job['cell']} seed {job['seed']} to step {job['steps']:,}: "
-              f"{time.time() - t0:.1f} s -> {job['folder']}", flush=True)
+        print(f"stage {stage}: {len(cells)} cells x {len(cells[0])} seeds to step {cells[0][0]['steps']:,}: "
+              f"{time.time() - t0:.1f} s", flush=True)
     print(f"wrote {args.out / RECORD}: {len(record['runs'])} runs")
 
 

@@ -147,7 +147,7 @@ log = logging.getLogger('sink_nb')
 
 # %% ../nbs/16_train.ipynb #c38cd643
 def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
-    "What can be refused before a run folder is touched: too long a sequence, logging packages not installed."
+    "Refused before a run folder is touched: too long a sequence, loggers not installed, bf16 a CPU would emulate."
     for name, T in (('seq_len', cfg.seq_len), ('probe_T', cfg.probe_T)):
         if T > model_cfg.block_size:
             raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
@@ -159,6 +159,10 @@ def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
     for flag in ('tensorboard', 'wandb'):
         if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
             raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
+    if cfg.dtype == 'bf16' and not torch.cuda.is_available() and cpu_bf16() is False:     # never chosen silently
+        raise ValueError("`dtype`=bf16 on this CPU, which has no bf16 instructions (no avx512_bf16 or amx_bf16): "
+                         "autocast would emulate it, many times slower than fp32 (56 s a step of lang-4x128 against "
+                         "about 1 s); pass dtype=fp32, which the run's config then records")
 
 def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
     "Rank 0: take the folder; resuming a run, the accepted changes of settings (an error for others), before any data."

@@ -85,6 +85,12 @@ def test_every_shipped_config_loads_and_builds(name):
 def test_a_run_says_how_it_computes_and_how_long_it_will_take_within_its_first_steps(tmp_path):
     "sink-nb train on a pipe: the first line names the device and bf16 autocast (and the CPU's bf16), then a timing."
     sink_nb = os.path.join(os.path.dirname(sys.executable), 'sink-nb')
+    from sink_nb.train import cpu_bf16
+    if cpu_bf16() is False:                                  # bf16 would be emulated here: refused, never chosen silently
+        r = subprocess.run([sink_nb, 'train', '--config', 'demo-softmax', 'steps=60', 'dtype=bf16',
+                            f'out_dir={tmp_path / "run"}'], capture_output=True, text=True)
+        assert r.returncode != 0 and 'pass dtype=fp32' in r.stderr and not (tmp_path / 'run').exists(), r.stderr
+        return
     proc = subprocess.Popen([sink_nb, 'train', '--config', 'demo-softmax', 'steps=60', 'eval_every=50', 'dtype=bf16',
                              f'out_dir={tmp_path / "run"}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, env=os.environ | {'OMP_WAIT_POLICY': 'PASSIVE'})
