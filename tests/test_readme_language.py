@@ -1,10 +1,13 @@
-"The README's sentence about language states what experiment 10's saved series gives, number for number."
+"""The README's sentences about language state what experiment 10's saved series and knob runs give, number for
+number: the layout finding (a sink with BOS first, none in the paper's packed layout), the knobs, and the plan that
+tests them."""
 import json, re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / 'nbs' / 'experiments' / 'results'
 SERIES, KNOBS = RESULTS / 'language_series_gpu.json', RESULTS / 'language_knobs_gpu.json'
+PAPER = ROOT.parent / 'shared' / 'paper.md'            # beside the checkout here; absent in CI
 
 
 def onsets_and_values(config:str, millions:str|None=None) -> tuple[list[int|None], list[float]]:
@@ -58,13 +61,52 @@ def knob_directions(names:list[str], step:int) -> dict[str, tuple[int, int, int]
     return out
 
 
+def knob_values(name:str, step:int) -> tuple[list[float], list[float]]:
+    "Sink₁ at `step` of knob `name`'s runs and of the same seeds' lang-4x128 runs, in seed order, from the runs' logs."
+    at = lambda run: next(e['sink1'] for e in run['evaluations'] if e['step'] == step)
+    base = {r['seed']: at(r) for r in json.loads(SERIES.read_text())['runs'] if r['config'] == 'lang-4x128'}
+    knob = {r['seed']: at(r) for r in json.loads(KNOBS.read_text())['runs'] if r['name'].rsplit('-seed', 1)[0] == name}
+    return [knob[s] for s in sorted(knob)], [base[s] for s in sorted(knob)]
+
+
+def test_the_readme_states_the_layout_finding():
+    "With BOS first a sink forms (the sentences above); in the paper's layout (no-bos) Sink₁ stays below 1 %."
+    readme = (ROOT / 'README.md').read_text()
+    assert 'whether a sink forms depends on the layout of the training text' in readme
+    assert 'a sink does form' not in readme
+    m = re.search(r"In the paper's own layout, packed text with no BOS "
+                  r"\(`sink-nb train --config lang-4x128 fixed_token=null`\), the smallest model's Sink₁ after "
+                  r"([\d.]+)M tokens is ([^%]*) %, below 1 % in (\d+) of (\d+) seeds, where the same seeds with BOS "
+                  r"first read ([^%]*) %\. That agrees with Gu et al\., whose 60M model forms no sink \(Sink₁ < 1 %\) "
+                  r"with 100M tokens of data or fewer\.", readme)
+    assert m, "the README has no sentence on the paper's layout"
+    plan = json.loads(KNOBS.read_text())['plan']
+    assert m[1] == f"{plan['knob_steps'] * plan['tokens_per_step'] / 1e6:.1f}"
+    no_bos, bos = knob_values('no-bos', plan['knob_steps'])
+    said = lambda values, digits: ', '.join(f'{v:.{digits}f}' for v in values[:-1]) + f' and {values[-1]:.{digits}f}'
+    assert m[2] == said(no_bos, 2) and m[5] == said(bos, 1)
+    assert (int(m[3]), int(m[4])) == (sum(v < 1 for v in no_bos), len(no_bos))
+    if PAPER.is_file():                  # the paper's number as ../shared/paper.md records its data-amount runs
+        assert '≤100M training tokens → no sink (<1%)' in PAPER.read_text()
+
+
 def test_the_readme_states_the_knobs_directions_at_the_knob_step():
-    m = re.search(r'At the smallest size after ([\d.]+)M tokens, sigmoid attention without normalisation and packed text '
-                  r'without a BOS give a lower Sink₁ than the same seed\'s base run in (\d+) of (\d+) seeds, a smaller '
-                  r'learning rate and a larger weight decay a higher one in (\d+) of (\d+);', (ROOT / 'README.md').read_text())
+    readme = (ROOT / 'README.md').read_text()
+    m = re.search(r'At the same size and step with BOS first, sigmoid attention without normalisation gives a lower '
+                  r'Sink₁ than the same seed\'s base run in (\d+) of (\d+) seeds, a smaller learning rate and a larger '
+                  r'weight decay a higher one in (\d+) of (\d+)\. Three seeds cannot resolve a direction \(the '
+                  r'smallest two-sided p is ([\d.]+)\)', readme)
     assert m, 'the README has no sentence on the knobs'
     step = json.loads(KNOBS.read_text())['plan']['knob_steps']
-    assert m[1] == f"{step * json.loads(KNOBS.read_text())['plan']['tokens_per_step'] / 1e6:.1f}"
-    d = knob_directions(['sigmoid', 'no-bos', 'lr-0.003', 'wd-0.5'], step)
-    assert d['sigmoid'][0] == d['no-bos'][0] == int(m[2]) and d['sigmoid'][2] == d['no-bos'][2] == int(m[3])
-    assert d['lr-0.003'][1] == d['wd-0.5'][1] == int(m[4]) and d['lr-0.003'][2] == d['wd-0.5'][2] == int(m[5])
+    d = knob_directions(['sigmoid', 'lr-0.003', 'wd-0.5'], step)
+    assert d['sigmoid'][0] == int(m[1]) and d['sigmoid'][2] == int(m[2])
+    assert d['lr-0.003'][1] == d['wd-0.5'][1] == int(m[3]) and d['lr-0.003'][2] == d['wd-0.5'][2] == int(m[4])
+    assert float(m[5]) == 2 ** (1 - int(m[2])), 'a two-sided sign-flip test of n paired seeds goes no lower than 2/2^n'
+
+
+def test_the_readme_names_the_planned_2x2_and_its_plan_exists():
+    m = re.search(r'the 2×2 of layout × operation at (\d+) seeds a cell is planned in `([^`]+)` and waits for a GPU',
+                  (ROOT / 'README.md').read_text())
+    assert m, 'the README does not name the 2x2 plan'
+    plan = json.loads((ROOT / m[2]).read_text())
+    assert len(plan['seeds']['values']) == int(m[1]) and plan['headline'].startswith('the layout effect')
