@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
-import dataclasses, functools, math, numbers, os, signal, threading, types, typing
+import contextlib, dataclasses, functools, math, numbers, os, signal, threading, types, typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,7 +19,7 @@ __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat',
            'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
            'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry', 'Registry',
            'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole', 'grad_off',
-           'without_grad']
+           'without_grad', 'worker_pool']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -364,3 +364,14 @@ def without_grad(fn):
         with grad_off(): return fn(*args, **kwargs)
     return run
 
+
+# %% ../nbs/00_checks.ipynb #a59c0041
+@contextlib.contextmanager
+def worker_pool(processes:int, initializer:Callable|None=None):
+    "A pool of `processes` workers: terminated if the block fails or is interrupted, else closed and joined."
+    import multiprocessing
+    pool = multiprocessing.Pool(check_int(processes, 'processes', 1), initializer)
+    try: yield pool
+    except BaseException: pool.terminate(); raise
+    else: pool.close()
+    finally: pool.join()

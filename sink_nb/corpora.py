@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_corpora.ipynb #d698564f
 from __future__ import annotations
-import codecs, contextlib, gzip, hashlib, html.parser, importlib.resources, json, multiprocessing, os, re, shutil
+import codecs, contextlib, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil
 import signal, socket, subprocess, sys, tempfile, threading, time, urllib.parse, uuid, zlib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from .checkpoints import file_sha256, working_folder
-from .checks import check_choice, check_int
+from .checks import check_choice, check_int, worker_pool
 
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'CORPUS_HOME', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy',
@@ -562,12 +562,12 @@ def _sigterm_exits():
 
 def _read_packages(name:str, corpus:PackageCorpus, debs:dict, tmp:Path, min_words, min_doc_words, num_proc,
                    progress) -> dict:
-    "Read every package in worker processes (terminated on leaving: a Ctrl-C acts at once), in order; the card."
+    "Read every package in worker processes (`worker_pool`: a Ctrl-C ends them at once), in order; the card."
     from sink_nb import __version__
     seen, rows, t0 = set(), [], time.time()
     jobs = [(p, str(d), min_words) for p, d in debs.items()]
     with open(tmp / 'train.jsonl', 'w') as train, open(tmp / 'heldout.jsonl', 'w') as held, \
-         multiprocessing.Pool(num_proc or len(os.sched_getaffinity(0)), initializer=_reader_signals) as pool:
+         worker_pool(num_proc or len(os.sched_getaffinity(0)), _reader_signals) as pool:
         for r in tqdm(pool.imap(_package_pages, jobs), total=len(jobs), desc='read', disable=not progress):
             counts = _write_documents(r, seen, dict(train=train, heldout=held), min_doc_words, corpus.heldout_per_mille)
             deb = debs[r['package']]
