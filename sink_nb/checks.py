@@ -367,11 +367,14 @@ def without_grad(fn):
 
 # %% ../nbs/00_checks.ipynb #a59c0041
 @contextlib.contextmanager
-def worker_pool(processes:int, initializer:Callable|None=None):
-    "A pool of `processes` workers: terminated if the block fails or is interrupted, else closed and joined."
+def worker_pool(processes:int, initializer:Callable|None=None, initargs:tuple=(), start:str|None=None):
+    "A pool of `processes` workers (`start`: 'spawn', 'fork'; None: the default): ended at once if the block fails."
     import multiprocessing
-    pool = multiprocessing.Pool(check_int(processes, 'processes', 1), initializer)
+    context = multiprocessing.get_context(start)
+    pool = context.Pool(check_int(processes, 'processes', 1), initializer, initargs)
     try: yield pool
-    except BaseException: pool.terminate(); raise
+    except BaseException:
+        pool.terminate()
+        raise
     else: pool.close()
     finally: pool.join()

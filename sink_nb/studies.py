@@ -4,7 +4,7 @@
 
 # %% ../nbs/23_studies.ipynb #eabc7bef
 from __future__ import annotations
-import contextlib, importlib, json, math, numbers, os, pickle, re, signal, sys, time
+import importlib, json, math, numbers, os, pickle, re, signal, sys, time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checks import Registry, check_choice, check_int, check_seeds, write_text_whole
+from .checks import Registry, check_choice, check_int, check_seeds, worker_pool, write_text_whole
 from .model import SinkConfig, measure_model
 from .runs import Run
 from .train import NonFiniteTraining, TrainConfig, seed_batch_problem, train, train_seeds
@@ -188,17 +188,10 @@ def _pool_worker(bar_lock, late:dict):
 
 def training_pool(jobs:int):
     "A `with` block's pool of `jobs` spawned training processes, given this one's late entries; interrupted, runs end."
-    return _pool_block(check_int(jobs, 'jobs', 1), late_entries())     # checked now, before any process starts
-
-@contextlib.contextmanager
-def _pool_block(jobs:int, late:dict):
-    import multiprocessing as mp
-    ctx = mp.get_context('spawn')
-    pool = ctx.Pool(jobs, initializer=_pool_worker, initargs=(ctx.RLock(), late))   # one lock for every worker's bars
-    try: yield pool
-    except BaseException: pool.terminate(); raise                       # SIGTERM: each run ends as a Ctrl-C ends it
-    else: pool.close()                                                  # done: workers leave quietly, no SIGTERM
-    finally: pool.join()
+    import multiprocessing
+    jobs, late = check_int(jobs, 'jobs', 1), late_entries()                # checked now, before any process starts
+    bar_lock = multiprocessing.get_context('spawn').RLock()                # one lock for every worker's bars
+    return worker_pool(jobs, _pool_worker, (bar_lock, late), 'spawn')      # interrupted: each run ends as a Ctrl-C
 
 # %% ../nbs/23_studies.ipynb #b8d2e006
 def _variant_folders(variants, steps:int|None=None) -> dict[str, str]:
