@@ -4,8 +4,8 @@
 
 # %% ../nbs/15_data.ipynb #cf1b0c73
 from __future__ import annotations
-import hashlib, json, os, uuid, warnings
-from dataclasses import dataclass, field
+import functools, hashlib, json, os, uuid, warnings
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ from torch import Tensor
 from fastcore.basics import patch_to
 
 from .checks import check_choice, check_int
-from .corpora import ByteTokenizer, builtin_texts, get_tokenizer, load_corpus
+from .corpora import BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, get_tokenizer, load_corpus
 from .shards import (FORMAT_VERSION, Encoder, TokenShards, document_batches, ensure_prepared, token_dtype,
                             tokenizer_key)
 from .model import SinkConfig
@@ -22,8 +22,9 @@ from .runs import EvalSet
 from .run_settings import TrainConfig
 
 # %% auto #0
-__all__ = ['PROBES', 'Sequences', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask', 'probe_batch',
-           'document_probe', 'RunData', 'manipulate_batch', 'prepare_data', 'check_token_ids', 'eval_set']
+__all__ = ['PROBES', 'BIGRAM_SAMPLER', 'Sequences', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask',
+           'probe_batch', 'document_probe', 'RunData', 'manipulate_batch', 'bigram_rows', 'prepare_data',
+           'check_token_ids', 'eval_set']
 
 # %% ../nbs/15_data.ipynb #7ee47045
 class Sequences:
@@ -316,10 +317,39 @@ def manipulate_batch(batch:Tensor, cfg:TrainConfig, vocab_size:int, position:int
     return batch
 
 # %% ../nbs/15_data.ipynb #b1ce412f
+def bigram_rows(data_dir:str|Path|None=None, **args) -> np.ndarray:     # (n, T + 1), read-only
+    """`pack(load_corpus('bigram-backcopy', **args), None, T)`'s tokens, without a `datasets` table in between. Sampled
+    once per process for the same `args`; with `data_dir`, also kept there (a .npy and its key), so that the other
+    processes of a study (its variants share a seed's rows) and a resumed run load them instead of sampling again."""
+    check_load_args('bigram-backcopy', args)
+    return _bigram_rows(json.dumps(args, sort_keys=True), str(Path(data_dir).expanduser()) if data_dir else None)
+
+BIGRAM_SAMPLER = 1        # the version of `BigramBackcopy.sample`'s output, in the key of every kept array
+
+@functools.lru_cache(maxsize=4)                # 2.5 MB each for the demo's rows; a study's next seed pushes one out
+def _bigram_rows(args:str, data_dir:str|None) -> np.ndarray:
+    given = json.loads(args)
+    T, n, seed = given.pop('T', 64), given.pop('n', 20_000), given.pop('seed', 0)
+    corpus = BigramBackcopy(**given)
+    chain = {f'chain_{f.name}': getattr(corpus, f.name) for f in fields(corpus)}     # its own `seed` too
+    key = dict(sampler=BIGRAM_SAMPLER, T=T, n=n, seed=seed) | chain
+    name = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    cache = Path(data_dir) / 'bigram-backcopy' / f'{name}.npy' if data_dir else None
+    if cache is not None and cache.is_file():
+        try: return _load_cache(cache, key)                           # memory-mapped, read-only
+        except (ValueError, OSError, EOFError): pass                  # damaged or planted: sampled again, replaced
+    ids = corpus.sample(check_int(n, 'n', 1), check_int(T, 'T', 1) + 1, seed).numpy()
+    tokens = ids.astype(token_dtype(int(ids.max()) + 1))
+    tokens.setflags(write=False)                                       # shared by every run of this process
+    if cache is not None:
+        try: _save_cache(tokens, cache, key)
+        except OSError: pass                                           # a folder that cannot be written: kept in memory
+    return tokens
+
 def _in_memory(cfg:TrainConfig, model_cfg:SinkConfig) -> tuple[Sequences, Sequences, Tensor, dict]:
     "bigram-backcopy rows: the last `val_blocks` for validation, their first `probe_n` for the probe."
     args = dict(T=cfg.seq_len, vocab_size=model_cfg.vocab_size, seed=cfg.seed) | cfg.corpus_args
-    seqs = pack(load_corpus(cfg.corpus, **args), None, cfg.seq_len, seed=cfg.seed)
+    seqs = Sequences(bigram_rows(cfg.data_dir, **args), cfg.seed)
     if seqs.n <= cfg.val_blocks:
         raise ValueError(f"the corpus has {seqs.n} sequences of T={cfg.seq_len}; `val_blocks`={cfg.val_blocks} leaves "
                          "none for training")

@@ -86,20 +86,20 @@ import sys
 from sink_nb.studies import variant_configs
 from sink_nb.train import train_seeds
 out, steps = sys.argv[1], int(sys.argv[2])
-cfgs = [variant_configs(dict(checkpoint_every=50), s, steps, f'{out}/seed{s}')[1] for s in (0, 1)]
+cfgs = [variant_configs(dict(checkpoint_every=25, eval_every=25), s, steps, f'{out}/seed{s}')[1] for s in (0, 1)]
 for c in cfgs: c.overwrite, c.resume = False, len(sys.argv) > 3
 train_seeds(variant_configs({}, 0, steps, out)[0], cfgs)
 """
 
 
 def test_a_ctrl_c_in_the_middle_of_a_batch_leaves_each_run_resumable_to_the_same_numbers(tmp_path):
-    whole = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'whole'), '400'], capture_output=True,
+    whole = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'whole'), '150'], capture_output=True,
                            text=True, timeout=600)
     assert whole.returncode == 0, whole.stderr[-2000:]
-    part = subprocess.Popen([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '400'], stderr=subprocess.PIPE,
+    part = subprocess.Popen([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '150'], stderr=subprocess.PIPE,
                             text=True)
     deadline = time.time() + 300
-    while not (tmp_path / 'part' / 'seed1' / 'checkpoints' / 'step-100').is_dir() and time.time() < deadline:
+    while not (tmp_path / 'part' / 'seed1' / 'checkpoints' / 'step-50').is_dir() and time.time() < deadline:
         time.sleep(0.2)
     part.send_signal(signal.SIGINT)                                         # as a terminal's Ctrl-C reaches it
     part.wait(timeout=120)
@@ -108,12 +108,12 @@ def test_a_ctrl_c_in_the_middle_of_a_batch_leaves_each_run_resumable_to_the_same
         run = Run(tmp_path / 'part' / f'seed{s}')
         assert run.status.startswith('interrupted at step'), run.status
         assert not (run.path / '.lock').exists()
-    again = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '400', 'resume'],
+    again = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '150', 'resume'],
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     for s in (0, 1):
         a, b = logged(tmp_path / 'whole' / f'seed{s}'), logged(tmp_path / 'part' / f'seed{s}')
-        assert [r[:4] for r in a] == [r[:4] for r in b]
+        assert len(a) == 7 and [r[:4] for r in a] == [r[:4] for r in b]              # steps 0, 25, ..., 150
 
 
 def test_a_study_gives_each_seed_the_same_numbers_in_one_process_or_two(tmp_path):
