@@ -24,7 +24,7 @@ class TrainConfig:
     tokenizer:str|None = None           # None for pre-tokenised corpora; 'bytes', a transformers name, or a .gguf file
     seq_len:PositiveInt = 64         # T of training sequences
     corpus_args:dict = field(default_factory=dict)   # extra `load_corpus` / `prepare` arguments (n, split, ...)
-    data_dir:str = '~/.cache/sink_nb/data'   # where prepared token shards of text corpora are kept
+    data_dir:str = '~/.cache/sink_nb/data'   # where text corpora's token shards and bigram-backcopy's rows are kept
     # held-out sequences; the name stays `val_blocks` because every saved run's config and checkpoint store it
     val_blocks:PositiveInt = 256        # bigram-backcopy: rows held out for validation and the probe
     max_tokens:PositiveInt|None = None  # token budget (the paper's 50M…5B)
