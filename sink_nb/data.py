@@ -14,7 +14,7 @@ from torch import Tensor
 from fastcore.basics import patch_to
 
 from .checks import check_choice, check_int
-from .corpora import BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, get_tokenizer, load_corpus
+from .corpora import BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, get_tokenizer
 from .shards import (FORMAT_VERSION, Encoder, TokenShards, document_batches, ensure_prepared, token_dtype,
                             tokenizer_key)
 from .model import SinkConfig
