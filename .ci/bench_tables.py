@@ -58,7 +58,11 @@ def gpu(results:Path) -> str:
     peers = json.loads((g / 'peers_train.json').read_text())['rows'][0]
     checks = json.loads((g / 'gpu_checks.json').read_text())
     errs = [r['max_abs_err'] for r in checks['parity'] if 'max_abs_err' in r]
-    long_row = next(l.split() for l in (g / 'measure_long.txt').read_text().splitlines() if l.strip().startswith('8192'))
+    long_lines = (g / 'measure_long.txt').read_text().splitlines()
+    long_row = next(l.split() for l in long_lines if l.strip().startswith('8192'))
+    maps = float(long_row[13])                  # GiB: bench/measure_speed.py counts the maps at 4 bytes (fp32) a weight
+    maps_text = (f"{maps / 2:g} GiB of eager maps in bf16 (the file's {maps:g} GiB counts them in fp32)"
+                 if 'bfloat16' in long_lines[0] else f"{maps:g} GiB of eager maps")
     train = [l.split(',') for l in (g / 'train_60m_metrics.csv').read_text().splitlines()[1:]]
     cells = (g / 'cuda_cells.txt').read_text()
     t, a = peers['tokens_per_s'], tp['args']
@@ -78,7 +82,7 @@ def gpu(results:Path) -> str:
                 f"transformers, {t['sink_nb'] / t['litgpt']:.2f}× litgpt | `peers_train.json` |")
     rows.append(f"| `hf.measure_ids`, SmolLM2-135M's shape (random weights), bf16, T 8,192 | {long_row[2]} s against "
                 f"{long_row[1]} s for the forward ({long_row[3]}); {long_row[11]} GiB added at peak against "
-                f"{long_row[13]} GiB of eager maps; T 32,768 did not finish in the 60–80 s limit | `measure_long.txt` |")
+                f"{maps_text}; T 32,768 did not finish in the 60–80 s limit | `measure_long.txt` |")
     rows.append(f"| `sink-nb train --config 60m-default vocab_size=4096`, {train[-1][0]} steps × 32 × 2048 "
                 f"({int(train[-1][1]) / 1e6:.1f}M tokens, about two passes over 3.2M tokens of experiment 10's Debian corpus) "
                 f"| val loss {float(train[0][4]):.3f} → {float(train[-1][4]):.3f}, Sink₁ "

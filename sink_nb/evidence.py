@@ -290,28 +290,41 @@ def _confirmed_verdict(states:str, paper:str|None, k:int, m:int) -> str:
     if states != paper: return f"{'opposite' if paper != '=' else 'not reproduced'} ({where})"
     return 'reproduced' if k == m >= 2 else f'consistent ({where})' if k == m else f'setting-dependent ({where})'
 
+def _manipulation(manipulation) -> str|None:
+    "What a row changes, as one string: a string as it is, a pair (ours, the paper's) as 'ours; the paper's: theirs'."
+    if manipulation is None or (isinstance(manipulation, str) and manipulation.strip()): return manipulation
+    if isinstance(manipulation, (tuple, list)) and len(manipulation) == 2 and all(
+            isinstance(m, str) and m.strip() for m in manipulation):
+        return f"{manipulation[0]}; the paper's: {manipulation[1]}"
+    raise ValueError(f"`manipulation` must be a string or a pair of strings (ours, the paper's), got {manipulation!r}")
+
 # %% ../nbs/05_evidence.ipynb #2b460102
 class Claims:
     "An experiment notebook's claims: comparisons by `compare_groups`, Holm-adjusted together, asserted in one table."
     def __init__(self): self.rows = []
 
     def compare(self, claim:str, a, b, expect:str|None, names=('a', 'b'), paper:str|None=None, paper_number:str='-',
-                margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool|None=None) -> Comparison:
+                margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool|None=None,
+                manipulation:str|tuple|None=None) -> Comparison:
         "Compare a with b and add the row; `table` asserts its adjusted verdict is `expect` ('>', '<', '=' or None)."
         check_choice(expect, 'expect', ('>', '<', '=', None)); check_choice(paper, 'paper', ('>', '<', '=', None))
+        manipulation = _manipulation(manipulation)
         c = compare_groups(a, b, names, margin=margin, paired=paired)
         self.rows.append(dict(claim=claim, comparison=c, expect=expect, paper=paper, paper_number=paper_number,
-                              digits=digits, verdict=verdict))
+                              digits=digits, verdict=verdict, manipulation=manipulation))
         return c
 
-    def note(self, claim:str, number:str, paper_number:str, verdict:str):
+    def note(self, claim:str, number:str, paper_number:str, verdict:str, manipulation:str|tuple|None=None):
         "A claim that is not a comparison of seeds (one model; a published result this scale cannot test)."
-        self.rows.append(dict(claim=claim, number=number, paper_number=paper_number, verdict=verdict))
+        self.rows.append(dict(claim=claim, number=number, paper_number=paper_number, verdict=verdict,
+                              manipulation=_manipulation(manipulation)))
 
     def confirm(self, claim:str, explore:tuple, confirm:dict, states:str, holds, names=('a', 'b'),
-                paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None) -> dict:
+                paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None,
+                manipulation:str|tuple|None=None) -> dict:
         "A claim worded on exploration seeds (a, b), decided on each setting's confirmation seeds {setting: (a, b)}."
         check_choice(states, 'states', ('>', '<')); check_choice(paper, 'paper', ('>', '<', '=', None))
+        manipulation = _manipulation(manipulation)
         if not (isinstance(confirm, dict) and confirm and all(isinstance(g, tuple) and len(g) == 2
                                                                 for g in confirm.values())):
             raise ValueError(f"`confirm` must map each setting to its groups (a, b), at least one, got {confirm!r:.80}")
@@ -320,7 +333,7 @@ class Claims:
         tests = {s: compare_groups(a, b, names, states=states) for s, (a, b) in confirm.items()}
         self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names), tests=tests, states=states,
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits,
-                              verdict=verdict))
+                              verdict=verdict, manipulation=manipulation))
         return tests
 
 # %% ../nbs/05_evidence.ipynb #bc04d435
@@ -372,8 +385,11 @@ def table(self:Claims) -> 'pd.DataFrame':
         p = '-' if c is None else f'{c.holm[0]:.2g}'
         rows.append((r['claim'], number, '-', '-', p, r['paper_number'], verdict))
     if wrong: raise AssertionError('\n'.join(wrong))
-    return pd.DataFrame(rows, columns=['claim', 'number', 'confirmation seeds', 'holds in (settings)',
-                                       f'p (Holm, {m} tests)', 'paper', 'verdict'])
+    t = pd.DataFrame(rows, columns=['claim', 'number', 'confirmation seeds', 'holds in (settings)',
+                                    f'p (Holm, {m} tests)', 'paper', 'verdict'])
+    if any(r.get('manipulation') for r in self.rows):          # its own column, only where some row names one
+        t.insert(1, 'manipulation', [r.get('manipulation') or '-' for r in self.rows])
+    return t
 
 # %% ../nbs/05_evidence.ipynb #296fff3c
 def check_rerun(fresh:float, saved, what:str, slack:float=0.0, bounds:tuple|None=None) -> str:

@@ -410,10 +410,11 @@ def confirmation_groups(studies:dict, a, b) -> dict[str, tuple[dict, dict]]:
 
 # %% ../nbs/23_studies.ipynb #401def7f
 def confirm_claim(claims, claim:str, explore:Study, confirm:dict, a, b, states:str, holds, names=('a', 'b'),
-                  paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None) -> dict:
+                  paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None,
+                  manipulation:str|tuple|None=None) -> dict:
     "`claims.confirm` of sides a and b (`confirmation_groups`): exploration seeds from `explore`, then each setting's."
     return claims.confirm(claim, confirmation_groups({'': explore}, a, b)[''], confirmation_groups(confirm, a, b),
-                          states, holds, names, paper, paper_number, digits, verdict)
+                          states, holds, names, paper, paper_number, digits, verdict, manipulation)
 
 # %% ../nbs/23_studies.ipynb #ffc78a47
 def study_record(label:str, seed:int, run_dir) -> dict:
