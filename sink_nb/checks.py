@@ -16,10 +16,10 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
-           'check_eps', 'check_choice', 'check_bool', 'check_finite', 'check_token_ids', 'check_tensor', 'Range',
-           'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry', 'Registry',
-           'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole', 'grad_off',
-           'without_grad', 'worker_pool']
+           'check_eps', 'check_choice', 'check_bool', 'check_device', 'check_finite', 'check_token_ids', 'check_tensor',
+           'Range', 'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry',
+           'Registry', 'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole',
+           'grad_off', 'without_grad', 'worker_pool']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -69,6 +69,22 @@ def check_bool(v, name:str, allow_none:bool=False) -> bool|None:
     if v is None and allow_none: return None
     if not isinstance(v, bool): _fail(name, "True or False", v, allow_none)
     return v
+
+# %% ../nbs/00_checks.ipynb #1c6bb0c7
+_AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
+
+def check_device(device) -> torch.device|None:
+    "`device` as a torch.device this machine has (None stays None); else a ValueError saying what is missing."
+    if device is None: return None
+    try: d = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"`device` must be a name such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from None
+    if d.type in _AVAILABLE and not _AVAILABLE[d.type]():
+        raise ValueError(f"`device={device!r}`, but torch finds no {d.type.upper()} device on this machine; "
+                         "use 'cpu' or None")
+    if d.type == 'cuda' and d.index is not None and d.index >= torch.cuda.device_count():
+        raise ValueError(f"`device={device!r}`, but this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return d
 
 # %% ../nbs/00_checks.ipynb #6b4c87bd
 def check_finite(x:Tensor, name:str) -> Tensor:

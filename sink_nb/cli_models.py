@@ -98,6 +98,14 @@ def placement_flags(p):
     p.add_argument('--device', help='cpu, cuda, cuda:1 or mps (default: CUDA when there is one, else CPU)')
     p.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32 on CPU, bf16 on GPU')
 
+def _check_before_loading(device, T:int|None=None, eps:float=0.3, divisor:str|None=None):
+    "--device, a --T too short for Sink_1 at --eps, --divisor: the library's ValueError, before transformers loads."
+    from sink_nb.attention import DIVISORS, check_probe_length     # torch alone: importing transformers takes seconds
+    from sink_nb.checks import check_choice, check_device
+    check_device(device)
+    if T is not None: check_probe_length(T, eps)
+    if divisor is not None: check_choice(divisor, 'divisor', DIVISORS)
+
 # %% ../nbs/29_cli_models.ipynb #4d19de60
 def run_folder(model):
     "The sink_nb run a command's MODEL argument names, or None (a hub id, a model folder, a GGUF file)."
@@ -149,6 +157,8 @@ def run_measure(args) -> dict:
     from sink_nb.head_stats import head_stat_column, select_head_stats
     try: select_head_stats(args.stats)                                 # before the model loads
     except ValueError as e: raise SystemExit(f"sink-nb measure: --stats: {e}") from None
+    try: _check_before_loading(args.device, args.T, args.eps, args.divisor)
+    except ValueError as e: raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     from sink_nb.hf import measure
     try:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
@@ -222,6 +232,8 @@ def _group_summary(rows) -> 'pd.DataFrame':
 def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
     check_outputs([args.model], args.json); _not_a_run(args.model, 'heads')
+    try: _check_before_loading(args.device, args.T, args.eps)
+    except ValueError as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
     from sink_nb.data import probe_batch
     from sink_nb.hf import measure
     from sink_nb.hf_load import load_model
@@ -293,6 +305,9 @@ def run_quantize(args) -> dict:
         raise SystemExit(f"sink-nb quantize: --keep-first {max(args.keep_first)} at --T {args.T} leaves no scored "
                          f"prediction made from a quantised token: use --keep-first <= {args.T - 2}, or a larger --T")
     passages, source = (texts_file(args.texts, 'quantize'), str(args.texts)) if args.texts else (None, 'python-docs')
+    if not run_folder(args.model):                                       # a run's device is torch's to refuse
+        try: _check_before_loading(args.device)
+        except ValueError as e: raise SystemExit(f"sink-nb quantize: {e}") from None
     from sink_nb import corpora, quant
     from sink_nb.model import n_positions
     try:

@@ -20,11 +20,11 @@ from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_f
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import DIVISORS, NORMALIZERS, attention_weights, check_probe_length, visible
-from .checks import (check_bool, check_choice, check_eps, check_int, check_token_ids, eval_mode, grad_off,
-                            interrupt_safe, without_grad)
+from .checks import (check_bool, check_choice, check_device, check_eps, check_int, check_token_ids, eval_mode,
+                            grad_off, interrupt_safe, without_grad)
 from .data import PROBES
-from .hf_load import (OPEN_MODELS, check_device, check_length, check_texts, layer_windows, load_config, load_model,
-                             load_tokenizer, model_probe, resolve_model)
+from .hf_load import (OPEN_MODELS, check_length, check_texts, layer_windows, load_config, load_model, load_tokenizer,
+                             model_probe, resolve_model)
 from .head_stats import select_head_stats
 from .metrics import SinkMeter, attention_with_lse, meter_batches
 from .results import SinkResult, key_problems

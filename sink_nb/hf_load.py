@@ -13,13 +13,13 @@ from safetensors import SafetensorError
 from torch import Tensor
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from .checks import check_choice
+from .checks import check_choice, check_device
 from .corpora import gguf_tokenizer, local_path
 from .data import probe_batch
 
 # %% auto #0
-__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'check_device', 'load_config', 'load_tokenizer', 'load_model',
-           'check_length', 'layer_windows', 'check_texts', 'model_probe']
+__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_config', 'load_tokenizer', 'load_model', 'check_length',
+           'layer_windows', 'check_texts', 'model_probe']
 
 # %% ../nbs/17_hf_load.ipynb #5106c36a
 class ModelSource(NamedTuple):
@@ -55,21 +55,6 @@ def _reading(path, kw:dict):
         raise ValueError(f"cannot read the GGUF file {path} (truncated or corrupt?): {type(e).__name__}: {e}") from e
 
 # %% ../nbs/17_hf_load.ipynb #b1b1024f
-_AVAILABLE = {'cuda': torch.cuda.is_available, 'mps': torch.backends.mps.is_available}
-
-def check_device(device) -> torch.device|None:
-    "`device` as a torch.device this machine has (None stays None); else a ValueError saying what is missing."
-    if device is None: return None
-    try: d = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"`device` must be a name such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from None
-    if d.type in _AVAILABLE and not _AVAILABLE[d.type]():
-        raise ValueError(f"`device={device!r}`, but torch finds no {d.type.upper()} device on this machine; "
-                         "use 'cpu' or None")
-    if d.type == 'cuda' and d.index is not None and d.index >= torch.cuda.device_count():
-        raise ValueError(f"`device={device!r}`, but this machine has {torch.cuda.device_count()} CUDA device(s)")
-    return d
-
 def _default_device() -> torch.device: return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 # %% ../nbs/17_hf_load.ipynb #47e78718

@@ -8,27 +8,23 @@ import datetime, html, json, math, os, re, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import altair as alt
 import numpy as np
 import torch
-import transformers
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from . import __version__
 from .attention import DIVISORS
 from .checkpoints import file_sha256
-from .checks import check_bool, check_choice, check_eps, check_int, write_text_whole
+from .checks import check_bool, check_choice, check_device, check_eps, check_int, write_text_whole
 from .corpora import get_tokenizer
-from .explore import grid_chart, rate_chart, strongest_head, to_svg, token_labels
-from .hf import measure, window_problem
-from .hf_load import check_device, check_length, load_config, load_model, model_probe, resolve_model
 from .metrics import first_token_norm_ratio
 from .model import measure_model
-from .quant import quantisation_table
 from .results import HEAD_LABELS, SinkResult
 from .runs import Run
 from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
+# altair, transformers and what is built on them (explore, hf, hf_load, quant) are imported in the functions that draw
+# or load: `report`'s checks then refuse a bad argument or folder without seconds of imports
 
 # %% auto #0
 __all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 'head_taxonomy', 'first_token_norms',
@@ -38,6 +34,7 @@ __all__ = ['REPORT_FORMAT', 'REPORT_FILES', 'package_versions', 'sink_numbers', 
 # %% ../nbs/28_report.ipynb #917d900e
 def package_versions() -> dict:
     "Versions of sink_nb, torch and transformers, as a measurement records them."
+    import transformers                                                  # here: see the imports
     return dict(sink_nb=__version__, torch=torch.__version__, transformers=transformers.__version__)
 
 # %% ../nbs/28_report.ipynb #785ae072
@@ -50,6 +47,8 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
                 evict_length:int|None=None):
     """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
     (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
+    from sink_nb.hf import measure, window_problem                      # here: see the imports
+    from sink_nb.hf_load import check_length, load_config, load_model, resolve_model
     src = resolve_model(model)
     config = load_config(src)                                          # T checked before the weights load
     check_length(config, T, False)
@@ -82,10 +81,10 @@ def _run_tokens(run:Run, ids:torch.Tensor) -> list:
 # %% ../nbs/28_report.ipynb #3c56b041
 def _measure_run(run:Run, T:int|None, n:int|None, divisor:str, dtype, device):
     "A run's newest good checkpoint on its own probe (all of it, as its log; or its first n): result, where, data."
-    model, step = run.model()
     probe = run.eval_set().probe
-    if T is not None and T != probe.shape[1]:
+    if T is not None and T != probe.shape[1]:                           # before the weights load
         raise ValueError(f"`T`={T}: a run is measured on its own probe, of T = {probe.shape[1]} tokens; pass T=None")
+    model, step = run.model()
     ids = probe if n is None else probe[:n]
     model = model.to(device=device or 'cpu', dtype=getattr(torch, dtype) if dtype else None)
     res = measure_model(model, ids.to(next(model.parameters()).device), tokens=_run_tokens(run, ids),
@@ -124,6 +123,7 @@ def first_token_norms(res:SinkResult) -> list[float]|None:
 # %% ../nbs/28_report.ipynb #9f22a97b
 def strongest_head_alpha(res:SinkResult, sample:int=0) -> dict:
     "The strongest sink head's α by key position in one sample, with each position's token label."
+    from sink_nb.explore import strongest_head, token_labels            # here: see the imports
     l, h = strongest_head(res)
     tokens = token_labels(res.tokens[sample]).token.tolist() if res.tokens is not None else None
     return dict(layer=l, head=h, sample=sample, n_slots=res.n_slots, alpha=res.alpha[sample, l, h].tolist(),
@@ -165,6 +165,7 @@ def _model_at_step(measured:dict) -> str:
 # %% ../nbs/28_report.ipynb #6251b9bd
 def cost_of_quantising(model, ids:torch.Tensor, bits:int=8) -> dict:
     "Perplexity of `ids` in full precision and with each Linear input at `bits` bits per tensor, first token in or out."
+    from sink_nb.quant import quantisation_table                        # here: see the imports
     table = quantisation_table(model, ids, bits=(bits,), granularity=('tensor',), keep_first=(0, 1), targets=('acts',))
     ids = ids if ids.ndim == 2 else ids[None]
     rows = [dict(bits=r['bits'], first_token='-' if r['bits'] == 'fp' else 'kept' if r['keep_first'] else 'quantised',
@@ -192,6 +193,7 @@ _FIRST_POSITIONS = 64    # key positions drawn with their tokens: more would not
 
 def _norm_chart(ratios:list) -> alt.Chart:
     "‖h₁‖ / median ‖h_t>1‖ per layer, with the line where the first token is like the others."
+    import altair as alt                                                 # here: see the imports
     values = [dict(layer=i, ratio=r) for i, r in enumerate(ratios)]
     bars = alt.Chart(alt.Data(values=values)).mark_bar().encode(
         x=alt.X('layer:O', title='layer (0: input of block 0; l: output of block l − 1)'),
@@ -201,6 +203,7 @@ def _norm_chart(ratios:list) -> alt.Chart:
 
 def _position_chart(strongest:dict, eps:float) -> alt.Chart:
     "α of the strongest head by key position, each labelled by its token, with ε dashed."
+    import altair as alt
     a = strongest['alpha'][strongest['n_slots']:][:_FIRST_POSITIONS]
     toks = strongest['tokens'] or [''] * len(a)
     values = [dict(key=f'{p + 1} {t}', alpha=v) for p, (t, v) in enumerate(zip(toks, a))]
@@ -215,6 +218,8 @@ _GRID_CELL = 14       # pixels per head in the grids: one tick label per layer, 
 
 def report_charts(data:dict) -> dict[str, alt.TopLevelMixin]:
     "The report's charts by name, each titled with what it shows and subtitled with the model, data and step."
+    import altair as alt                                                 # here: see the imports
+    from sink_nb.explore import grid_chart, rate_chart
     m, st, heads = data['measured'], data['strongest'], data['heads']
     alpha1, eps = np.array(data['alpha1'], dtype=float), m['eps']
     charts = {'sink1': (rate_chart(data['sink1_per_layer']), f"Sink₁ per layer (%), ε = {eps}"),
@@ -234,6 +239,7 @@ def report_charts(data:dict) -> dict[str, alt.TopLevelMixin]:
 # %% ../nbs/28_report.ipynb #92298821
 def chart_svg(chart, prefix:str) -> str:
     "A chart as inline SVG text (vl-convert), its element ids prefixed so several charts can share one page."
+    from sink_nb.explore import to_svg                                  # here: see the imports
     svg = to_svg(chart)
     svg = re.sub(r'<\?xml[^>]*>\s*', '', svg)                        # a declaration is for a file, not inline
     svg = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', svg)
@@ -392,6 +398,7 @@ def _eviction_length(run:Run|None, window:int) -> int:
 def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict:bool, window:int, sinks:int,
            bar, progress:bool) -> dict:
     "The costs asked for, on the measured model: int8 on the measured samples; eviction on one long text."
+    from sink_nb.hf_load import model_probe                             # here: see the imports
     model, costs = loaded[0], dict(quantisation=None, eviction=None)
     device = next(model.parameters()).device
     if quantize:

@@ -17,13 +17,13 @@ from .charts import svg_chart
 from .checkpoints import checkpoint_state
 from .checks import check_eps, check_int, eval_mode, grad_off
 from .corpora import local_path
-from .hf import measure_ids
-from .hf_load import ModelSource, layer_windows, load_model, model_probe
 from .head_stats import induction_probe, select_head_stats
 from .metrics import first_token_norm_ratio, meter_batches
 from .results import SinkResult, key_problems
 from .model import SinkLM, n_positions
 from .runs import Run
+# hf and hf_load, which import transformers, are imported in the functions that read a transformers model: a run
+# folder's series, and a refused argument, then cost no import of it (seconds)
 
 # %% auto #0
 __all__ = ['FORMATION_STATS', 'SOURCE_KINDS', 'ARCHITECTURE', 'CHART_STATS', 'Trajectory', 'trajectory', 'measure_stats',
@@ -81,7 +81,9 @@ def trajectory(
 # %% ../nbs/27_trajectory.ipynb #666f0a41
 def measure_stats(model, ids:Tensor, batch_size:int=16, route:str='auto', **meter_options) -> tuple[Tensor, dict]:
     "α (N, L, H, n_slots + T) and statistics of `ids` by the one measuring loop: a SinkLM's hooks, else `hf`'s."
-    if not isinstance(model, SinkLM): return measure_ids(model, ids, batch_size, route=route, **meter_options)[:2]
+    if not isinstance(model, SinkLM):
+        from sink_nb.hf import measure_ids                              # here: see the imports
+        return measure_ids(model, ids, batch_size, route=route, **meter_options)[:2]
     with grad_off(), eval_mode(model):
         return meter_batches(model.metered, ids, batch_size, alpha_options=model.metric_options, **meter_options)
 
@@ -112,6 +114,7 @@ def hidden_size(model) -> int:
 def rate_settings(model, divisor:str='reference') -> dict:
     "What decides which Sink_k of `model` can vary (`results.key_problems`): windows, prefix, sink token, divisor."
     if not isinstance(model, SinkLM):
+        from sink_nb.hf_load import layer_windows                       # here: see the imports
         windows = layer_windows(model.config)
         return dict(window=windows if any(w is not None for w in windows) else None, divisor=divisor)
     c = model.config
@@ -252,6 +255,7 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
 # %% ../nbs/27_trajectory.ipynb #9e75c79e
 def model_source(point:Checkpoint) -> ModelSource:
     "The `from_pretrained` arguments of a transformers checkpoint, its revision included, read off its source."
+    from sink_nb.hf_load import ModelSource                             # here: see the imports
     s = point.source
     if s.run: raise ValueError(f"{s.given} is a sink_nb run folder, not a transformers model")
     src, kw = (str(s.path.parent), dict(gguf_file=s.path.name)) if s.kind == 'gguf' else (str(s.path or s.given), {})
@@ -264,6 +268,7 @@ ARCHITECTURE = ('model_type', 'num_hidden_layers', 'num_attention_heads', 'num_k
 def check_one_architecture(points:list[Checkpoint]) -> list[dict]:
     "Each checkpoint's architecture, read from its config alone; a missing revision or mixed architectures refused."
     from transformers import AutoConfig
+    from sink_nb.hf_load import layer_windows
     found = []
     for p in points:
         s = model_source(p)
@@ -305,6 +310,7 @@ def run_probes(run:Run, T:int|None, n:int|None, seed:int, eps:float|None=None) -
 # %% ../nbs/27_trajectory.ipynb #7887ce7f
 def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
     "Natural text through the tokenizer (the built-in passages unless `texts`) and repeated random ids after its BOS."
+    from sink_nb.hf_load import model_probe                             # here: see the imports
     if tokenizer is None:
         raise ValueError("the first checkpoint has no tokenizer beside it: save one with the model (natural text "
                          "needs it)")
@@ -327,6 +333,7 @@ def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
     "The model of one checkpoint, the tokens it had seen, and its tokenizer (None for a run's SinkLM)."
     if not (run := point.source.run):
+        from sink_nb.hf_load import load_model                          # here: see the imports
         model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
         return model, point.tokens, tokenizer
     try: tokens, (model, _) = checkpoint_state(run.path, point.step).get('tokens'), run.model(point.step)   # verified

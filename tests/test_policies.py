@@ -173,9 +173,10 @@ def test_a_policy_that_wants_a_key_back_is_refused_before_streaming(wants_back):
 
 def test_report_evict_refuses_it_before_loading_anything(wants_back, monkeypatch, capsys):
     import sink_nb.report as report_module
+    from sink_nb import hf_load                                         # where `report` takes them from when it loads
     def never(*args, **kwargs): raise AssertionError('the model was loaded')
-    monkeypatch.setattr(report_module, 'resolve_model', never)
-    monkeypatch.setattr(report_module, 'load_model', never)
+    monkeypatch.setattr(hf_load, 'resolve_model', never)
+    monkeypatch.setattr(hf_load, 'load_model', never)
     with pytest.raises(ValueError, match=f"policy {wants_back!r} keeps position 0 when token 64 is read"):
         report_module.report('some/model', evict=True, window=32, progress=False)
     with pytest.raises(SystemExit, match=f"sink-nb report: ValueError: policy {wants_back!r} keeps position 0"):

@@ -112,6 +112,37 @@ def test_report_refusals_say_what_is_wrong_and_write_nothing(tiny_run, tmp_path)
     assert run('report', tiny_run.path, '--eps', '2').returncode == 2     # argparse: the allowed range said
 
 
+REFUSE_LIGHTLY = """
+import sys
+from sink_nb.cli import main
+for argv, said in REFUSALS:
+    try: main(argv)
+    except SystemExit as e: assert said in str(e), (argv, str(e))
+    else: raise AssertionError(f'{argv} was not refused')
+heavy = sorted({'transformers', 'altair'} & set(sys.modules))
+assert not heavy, f'a refusal imported {heavy}: seconds a user waits for it'
+"""
+
+
+def test_argument_and_folder_refusals_import_neither_transformers_nor_altair(tiny_run, tmp_path):
+    "Refusals whose checks need neither come before they are imported: not a timing test, what was imported."
+    (tmp_path / 'mine').mkdir(); (tmp_path / 'mine' / 'notes.txt').write_text('mine')
+    missing = str(tmp_path / 'no-such-model')
+    refusals = [(['report', str(tiny_run.path), '--T', '16', '--quiet'], 'a run is measured on its own probe'),
+                (['report', str(tiny_run.path), '--out', str(tmp_path / 'mine'), '--quiet'], 'did not write'),
+                (['report', str(tiny_run.path), '--device', 'cuda:99', '--quiet'], '`device'),
+                (['measure', missing, '--device', 'cuda:99'], 'sink-nb measure: ValueError: `device'),
+                (['measure', missing, '--T', '2'], 'sink-nb measure: ValueError: `T` = 2 is too short'),
+                (['heads', missing, '--device', 'cuda:99'], 'sink-nb heads: ValueError: `device'),
+                (['quantize', missing, '--device', 'cuda:99'], 'sink-nb quantize: `device'),
+                (['stream', missing, '--T', '16', '--window', '4', '--sinks', '12'], 'the sinks policy is dense'),
+                (['trajectory', str(tiny_run.path), '--threshold', 'bogus=1'], 'names no statistic')]
+    done = subprocess.run([sys.executable, '-c', f'REFUSALS = {refusals!r}\n' + REFUSE_LIGHTLY], capture_output=True,
+                          text=True, timeout=300, env=os.environ | {'HF_HUB_OFFLINE': '1'})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / 'mine').iterdir()) == ['notes.txt']
+
+
 def test_the_smollm2_page_draws_its_charts_and_tables_offline(smol):
     "The browser test of tests/test_report_browser.py on this module's SmolLM2 report (its GGUF measured once)."
     from test_report_browser import SHOTS, open_page, page_problems, require_browser
