@@ -191,7 +191,7 @@ def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:
 # %% ../nbs/28_report.ipynb #d5bdf3e6
 _FIRST_POSITIONS = 64    # key positions drawn with their tokens: more would not be readable
 
-def _norm_chart(ratios:list) -> alt.Chart:
+def _norm_chart(ratios:list):       # an altair chart (altair is imported here only)
     "‖h₁‖ / median ‖h_t>1‖ per layer, with the line where the first token is like the others."
     import altair as alt                                                 # here: see the imports
     values = [dict(layer=i, ratio=r) for i, r in enumerate(ratios)]
@@ -201,7 +201,7 @@ def _norm_chart(ratios:list) -> alt.Chart:
     one = alt.Chart(alt.Data(values=[dict(one=1)])).mark_rule(strokeDash=[4, 4], color='gray').encode(y='one:Q')
     return alt.layer(bars, one).properties(width=320, height=160)
 
-def _position_chart(strongest:dict, eps:float) -> alt.Chart:
+def _position_chart(strongest:dict, eps:float):       # an altair chart
     "α of the strongest head by key position, each labelled by its token, with ε dashed."
     import altair as alt
     a = strongest['alpha'][strongest['n_slots']:][:_FIRST_POSITIONS]
@@ -216,7 +216,7 @@ def _position_chart(strongest:dict, eps:float) -> alt.Chart:
 # %% ../nbs/28_report.ipynb #d7b67ff9
 _GRID_CELL = 14       # pixels per head in the grids: one tick label per layer, none touching (30 layers: 420 px)
 
-def report_charts(data:dict) -> dict[str, alt.TopLevelMixin]:
+def report_charts(data:dict) -> dict:      # name -> altair chart: no annotation that needs altair at import
     "The report's charts by name, each titled with what it shows and subtitled with the model, data and step."
     import altair as alt                                                 # here: see the imports
     from sink_nb.explore import grid_chart, rate_chart

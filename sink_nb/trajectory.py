@@ -242,8 +242,7 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
     tokens_per_step = check_int(tokens_per_step, 'tokens_per_step', 1, allow_none=True)
     if not sources: raise ValueError("`sources` is empty: give a run folder, model folders, or a hub id + `revisions`")
     points, what = series_points(sources, revisions, tokens_per_step)
-    if len(points) < 2:
-        raise ValueError(f"a trajectory needs at least two checkpoints; {what} gives {len(points)}")
+    if len(points) < 2: raise ValueError(f"a trajectory needs at least two checkpoints; {what} gives {len(points)}")
     if len({(p.source, p.step) for p in points}) < len(points):
         raise ValueError(f"{what} names a checkpoint twice")
     at, name = {}, lambda p: p.source.given + (f'@{p.source.revision}' if p.source.revision else '')
@@ -253,7 +252,7 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
     return sorted(points, key=lambda p: p.step) if all(p.step is not None for p in points) else points
 
 # %% ../nbs/27_trajectory.ipynb #9e75c79e
-def model_source(point:Checkpoint) -> ModelSource:
+def model_source(point:Checkpoint) -> tuple:      # an hf_load.ModelSource, imported here only
     "The `from_pretrained` arguments of a transformers checkpoint, its revision included, read off its source."
     from sink_nb.hf_load import ModelSource                             # here: see the imports
     s = point.source
