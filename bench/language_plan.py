@@ -13,9 +13,12 @@ committed or has uncommitted changes (git could not prove the order), and writes
 path, SHA-256 and commit, and each run's start time. `--uncommitted-rehearsal` skips the commit requirement for a
 rehearsal, marks the record `"rehearsal": true`, and `check` refuses it as evidence.
 """
-import argparse, hashlib, json, os, subprocess, sys, time
-from datetime import datetime, timezone
+import argparse, json, os, sys, time
+from datetime import datetime
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plan_git import commit_facts, plan_problem, plan_state, utc_now   # noqa: E402
 
 PLAN = Path(__file__).resolve().parent / 'plans' / 'language-2x2.json'
 RECORD = 'plan_runs.json'
@@ -39,40 +42,6 @@ def load_plan(path:Path) -> dict:
     if missing := [k for k in PLAN_KEYS if k not in plan]:
         raise SystemExit(f"language_plan.py: error: --plan {path} has no {', '.join(missing)}: not a plan this reads")
     return plan
-
-
-def file_sha256(data:bytes) -> str: return hashlib.sha256(data).hexdigest()
-
-
-def git(root:Path, *args:str) -> bytes|None:
-    "git's stdout in `root` (None: git failed or is missing)."
-    try: r = subprocess.run(['git', '-C', str(root), *args], capture_output=True, timeout=60)
-    except OSError: return None
-    return r.stdout if r.returncode == 0 else None
-
-
-def plan_state(plan_path:Path) -> dict:
-    "Where git stands on the plan file: its repository, path there, last commit, uncommitted changes, and SHA-256."
-    plan_path = plan_path.resolve()
-    top = git(plan_path.parent, 'rev-parse', '--show-toplevel')
-    # a copy without git history (a lent GPU's) names the plan as the checkout does: its path in the repository
-    checkout = Path(__file__).resolve().parent.parent
-    path = plan_path.relative_to(checkout).as_posix() if plan_path.is_relative_to(checkout) else str(plan_path)
-    state = dict(root=None, path=path, commit=None, dirty=None, sha256=file_sha256(plan_path.read_bytes()))
-    if top is None: return state
-    root = Path(top.decode().strip())
-    rel = plan_path.relative_to(root).as_posix()
-    commit = git(root, 'log', '-1', '--format=%H', '--', rel).decode().strip() or None
-    dirty = bool(git(root, 'status', '--porcelain', '--', rel).strip())    # modified, staged or untracked
-    return state | dict(root=str(root), path=rel, commit=commit, dirty=dirty)
-
-
-def plan_problem(state:dict) -> str|None:
-    "Why git cannot prove the plan came before its runs (None: it can)."
-    if state['root'] is None: return f"{state['path']} is in no git repository (a copy without it: give --plan-commit)"
-    if state['commit'] is None: return f"{state['path']} is not committed: commit it first (git add, git commit)"
-    if state['dirty']: return f"{state['path']} has uncommitted changes: commit them first, or undo them"
-    return None
 
 
 def show(args, plan:dict):
@@ -172,9 +141,6 @@ def save_record(record:dict, out:Path):
     tmp.replace(out / RECORD)
 
 
-def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec='milliseconds')
-
-
 def new_record(args, state:dict, commit:str|None) -> dict:
     "The record's head: which plan (path, SHA-256, commit), whether it is evidence, and the device."
     return dict(plan=state['path'], plan_sha256=state['sha256'], plan_commit=commit,
@@ -237,15 +203,6 @@ def runs(args, plan:dict):
         print(f"stage {stage}: {len(cells)} cells x {len(cells[0])} seeds to step {cells[0][0]['steps']:,}: "
               f"{time.time() - t0:.1f} s", flush=True)
     print(f"wrote {args.out / RECORD}: {len(record['runs'])} runs")
-
-
-def commit_facts(root:Path, commit:str, path:str) -> tuple[datetime, str]|str:
-    "The commit's committer time and the plan file's SHA-256 at it, or why git cannot give them."
-    when = git(root, 'show', '-s', '--format=%cI', f'{commit}^{{commit}}')
-    if when is None: return f"commit {commit} is not in the repository at {root}"
-    blob = git(root, 'show', f'{commit}:{path}')
-    if blob is None: return f"commit {commit} holds no {path}"
-    return datetime.fromisoformat(when.decode().strip()), file_sha256(blob)
 
 
 def fail(why:str):
