@@ -99,10 +99,13 @@ def train(args, plan:dict):
             path.write_text(json.dumps(record, indent=1) + '\n')      # before training: the start times stand
             print(f'{setting}: seeds {seeds}, {sum(map(len, todo.values()))} runs, after {time.time() - t0:.0f} s',
                   flush=True)
-            for n, ss in todo.items():
-                out = args.out / run_folder(args.out, setting, n, 0).parent.parent.name
-                train_variants(out, {n: dict(config=mitigation_config(n), **fields)}, ss, plan['steps'], args.jobs)
-                print(f'  {n}: done after {time.time() - t0:.0f} s', flush=True)
+            out = run_folder(args.out, setting, 'x', 0).parent.parent
+            whole = [n for n, ss in todo.items() if ss == seeds]          # one pool for them: a batch of seeds each
+            groups = ([(whole, seeds)] if whole else []) + [([n], ss) for n, ss in todo.items() if n not in whole]
+            for names, ss in groups:
+                variants = {n: dict(config=mitigation_config(n), **fields) for n in names}
+                train_variants(out, variants, ss, plan['steps'], args.jobs)
+                print(f"  {', '.join(names)}: seeds {ss} done after {time.time() - t0:.0f} s", flush=True)
 
 
 def write(args, plan:dict):
@@ -120,7 +123,8 @@ def write(args, plan:dict):
         rows = compare_runs(folders)
         for row, folder, (n, s) in zip(rows, folders, [(n, s) for n in plan['mitigations'] for s in seeds]):
             assert row['seed'] == s, (row['seed'], s)
-            row.update(mitigation=n, setting=setting, started=started[(setting, n, s)])
+            row.update(mitigation=n, setting=setting, started=started[(setting, n, s)],
+                       run=folder.relative_to(args.out).as_posix())      # not the machine's path of the folder
         runs = [dict(setting=setting, variant=r['mitigation'], seed=r['seed'], started=r['started']) for r in rows]
         out = dict(plan=record['plan'], setting=setting, seeds=seeds, steps=plan['steps'], runs=runs, rows=rows,
                    command=f'python bench/mitigations_confirm.py write --out {args.out.name}',
