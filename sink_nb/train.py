@@ -420,6 +420,9 @@ def seed_batch_problem(model_cfg:SinkConfig, cfgs:list) -> str:
     if len(set(seeds)) < len(seeds): return f"`seed` repeats in {seeds}: each seed trains once"
     if len({Path(c.out_dir).expanduser().resolve() for c in cfgs}) < len(cfgs): return "two runs share an `out_dir`"
     if cfgs[0].compile: return "`compile`=true: a compiled model trains one seed at a time"
+    if model_cfg.sink_logit:                     # found by 06's confirmation runs: such a batch failed
+        return ("a learned sink logit: torch's CPU flash kernel, which vmap picks, cannot differentiate the mask that "
+                "carries it, so each seed trains alone")
     if int(os.environ.get('WORLD_SIZE', 1)) > 1: return "under torchrun each process trains one run"
     return ''
 
