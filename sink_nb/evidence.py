@@ -18,7 +18,7 @@ from .results import SinkResult
 
 # %% auto #0
 __all__ = ['RESAMPLES', 'sink_at', 'curve_summary', 'k_of_n', 'onset_summary', 'permutation_p', 'bootstrap_interval',
-           'Comparison', 'compare_groups', 'holm', 'Claims', 'hangs_on_one_seed', 'check_rerun']
+           'Comparison', 'compare_groups', 'holm', 'Claims', 'hangs_on_one_seed', 'check_rerun', 'check_paired_rerun']
 
 # %% ../nbs/05_evidence.ipynb #e7da615c
 def sink_at(result:SinkResult, eps=(0.1, 0.3, 0.5)) -> dict:
@@ -321,17 +321,22 @@ class Claims:
 
     def confirm(self, claim:str, explore:tuple, confirm:dict, states:str, holds, names=('a', 'b'),
                 paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None,
-                manipulation:str|tuple|None=None) -> dict:
+                manipulation:str|tuple|None=None, margin:float|None=None) -> dict:
         "A claim worded on exploration seeds (a, b), decided on each setting's confirmation seeds {setting: (a, b)}."
-        check_choice(states, 'states', ('>', '<')); check_choice(paper, 'paper', ('>', '<', '=', None))
+        check_choice(states, 'states', ('>', '<', '=')); check_choice(paper, 'paper', ('>', '<', '=', None))
+        if (states == '=') != (margin is not None):    # equivalence within ±margin, or a direction: never both
+            raise ValueError(f"`margin` goes with states '=' (equivalence) and only with it: states {states!r}, "
+                             f"margin {margin!r}")
         manipulation = _manipulation(manipulation)
         if not (isinstance(confirm, dict) and confirm and all(isinstance(g, tuple) and len(g) == 2
                                                                 for g in confirm.values())):
             raise ValueError(f"`confirm` must map each setting to its groups (a, b), at least one, got {confirm!r:.80}")
         if isinstance(holds, str) or (unknown := set(holds) - set(confirm)):
             raise ValueError(f"`holds` must list settings of `confirm` {list(confirm)}, got {holds!r}")
-        tests = {s: compare_groups(a, b, names, states=states) for s, (a, b) in confirm.items()}
-        self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names), tests=tests, states=states,
+        direction = None if states == '=' else states
+        tests = {s: compare_groups(a, b, names, margin=margin, states=direction) for s, (a, b) in confirm.items()}
+        self.rows.append(dict(claim=claim, explore=compare_groups(*explore, names, margin=margin), tests=tests,
+                              states=states,
                               holds=tuple(holds), paper=paper, paper_number=paper_number, digits=digits,
                               verdict=verdict, manipulation=manipulation))
         return tests
@@ -402,8 +407,40 @@ def check_rerun(fresh:float, saved, what:str, slack:float=0.0, bounds:tuple|None
     v = _group(saved, 'saved', 2)
     sd = _mean_sd(v)[1]
     lo, hi = v.min() - sd - slack, v.max() + sd + slack
+    if bounds is not None and lo <= bounds[0] and hi >= bounds[1]:
+        raise ValueError(f"{what}: the saved spread widened ({lo:.4g} to {hi:.4g}) covers all of {list(bounds)}: "
+                         "a check that no value can fail; check a paired difference (`check_paired_rerun`) instead")
     if bounds is not None: lo, hi = max(lo, bounds[0]), min(hi, bounds[1])      # a rate's band stays within its range
     seen = f'all {len(v)} equal {v[0]:.4g}' if sd == 0 else f'{v.min():.4g} … {v.max():.4g} (n={len(v)}, sd {sd:.3g})'
     line = f"{what}: fresh {fresh:.4g}; saved {seen} → [{lo:.4g}, {hi:.4g}]"
     if not lo <= fresh <= hi: raise AssertionError(f"outside the saved spread: {line}")
+    return line
+
+# %% ../nbs/05_evidence.ipynb #2cea409a
+def _paired(fresh, saved, tolerance, bounds) -> tuple:
+    "(fresh a, b), (saved a, b) and the tolerance, checked: finite numbers, a tolerance below the statistic's range."
+    if not all(isinstance(g, (tuple, list)) and len(g) == 2 for g in (fresh, saved)):
+        raise ValueError(f"`fresh` and `saved` must each be (a, b), one seed's two sides, got {fresh!r} and {saved!r}")
+    fresh, saved = (tuple(_number(x, name) for x in g) for g, name in ((fresh, 'fresh'), (saved, 'saved')))
+    if (tolerance := _number(tolerance, 'tolerance')) < 0:
+        raise ValueError(f"`tolerance` must be >= 0, got {tolerance}")
+    if bounds is not None and tolerance >= (width := _number(bounds[1], 'bounds') - _number(bounds[0], 'bounds')):
+        raise ValueError(f"`tolerance` {tolerance:g} spans the statistic's whole range ({width:g}): a check that no "
+                         "value could fail")
+    return fresh, saved, tolerance
+
+# %% ../nbs/05_evidence.ipynb #f6896777
+def check_paired_rerun(fresh:tuple, saved:tuple, what:str, states:str, tolerance:float, bounds:tuple|None=None) -> str:
+    "A re-trained seed's a − b against the saved seed's; AssertionError if not in `states` or beyond `tolerance`."
+    check_choice(states, 'states', ('>', '<'))
+    (fa, fb), (sa, sb), tolerance = _paired(fresh, saved, tolerance, bounds)
+    d_fresh, d_saved = fa - fb, sa - sb
+    holds = lambda d: d > 0 if states == '>' else d < 0
+    if not holds(d_saved):
+        raise ValueError(f"{what}: the saved seed's a − b is {d_saved:.4g}, not {states} 0, so it cannot show a "
+                         "regression of the stated direction; re-run a seed where it holds")
+    line = (f"{what}: fresh a − b {d_fresh:.4g} ({fa:.4g} − {fb:.4g}); saved {d_saved:.4g} ({sa:.4g} − {sb:.4g}); "
+            f"stated {states} 0, within ±{tolerance:g} of saved")
+    if not holds(d_fresh): raise AssertionError(f"the re-run goes against the stated direction: {line}")
+    if abs(d_fresh - d_saved) > tolerance: raise AssertionError(f"the re-run is beyond its tolerance: {line}")
     return line

@@ -17,14 +17,14 @@ from .model import SinkConfig, measure_model
 from .runs import Run
 from .train import NonFiniteTraining, TrainConfig, seed_batch_problem, train, train_seeds
 from .run_configs import MITIGATIONS, load_run_config, mitigation_config
-from .evidence import check_rerun, curve_summary, onset_summary
+from .evidence import check_paired_rerun, curve_summary, onset_summary
 
 # %% auto #0
-__all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'WORKER_REGISTRIES', 'RERUN_CHECKS', 'variant_folder', 'check_study',
-           'in_setting', 'study_out', 'variant_configs', 'train_variant', 'train_variant_seeds', 'late_entries',
-           'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file', 'load_confirmation',
-           'confirmation_groups', 'confirm_claim', 'study_record', 'read_study', 'study_runs', 'check_study_out',
-           'plan_study', 'run_study', 'check_study_rerun', 'train_mitigations']
+__all__ = ['CPU_STUDIES', 'STUDY_SEEDS', 'STUDY_SETTINGS', 'WORKER_REGISTRIES', 'RERUN_TOLERANCE', 'variant_folder',
+           'check_study', 'in_setting', 'study_out', 'variant_configs', 'train_variant', 'train_variant_seeds',
+           'late_entries', 'training_pool', 'train_variants', 'Study', 'is_study_file', 'confirmation_file',
+           'load_confirmation', 'confirmation_groups', 'confirm_claim', 'study_record', 'read_study', 'study_runs',
+           'check_study_out', 'plan_study', 'run_study', 'check_study_rerun', 'train_mitigations']
 
 # %% ../nbs/23_studies.ipynb #b8d2e002
 def variant_folder(label:str) -> str:
@@ -517,19 +517,17 @@ def run_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, jobs:in
                            torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1)))
 
 # %% ../nbs/23_studies.ipynb #b8d2e022
-RERUN_CHECKS = (('final', 'sink1', 2.0), ('peak', 'sink1', 2.0), ('final', 'val_loss', 0.005))   # (what, stat, slack)
+RERUN_TOLERANCE = {'sink1': 25.0, 'val_loss': 0.02}   # stat (its prefix) -> how far a re-run's a − b may move
 
-def _check_checks(checks):
-    "Each check a (what, stat, slack) of a number per seed: what 'final', 'peak' or 'mean'; at least one."
-    if not checks: raise ValueError("nothing to check: no checks")
-    for c in checks:
-        if not (isinstance(c, (tuple, list)) and len(c) == 3 and c[0] in ('final', 'peak', 'mean')):
-            raise ValueError(f"each check must be (what, stat, slack), what 'final', 'peak' or 'mean', got {c!r}")
-        _value(dict(val_loss=0.0, sink={}), c[1])                          # an unknown stat is named
+def _tolerance(stat:str, tolerance:dict) -> float:
+    "The tolerance of `stat` ('sink2' takes 'sink1''s: every Sink_k is a rate in %)."
+    key = 'sink1' if stat.startswith('sink') else stat
+    if key not in tolerance: raise ValueError(f"`tolerance` has no entry for {stat!r}: {tolerance}")
+    return tolerance[key]
 
 def _same(a, b) -> bool: return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
-def _rerun_problem(fresh:Study, saved:Study, v:str, new_seeds:bool) -> str|None:
+def _rerun_problem(fresh:Study, saved:Study, v:str) -> str|None:
     "Why variant `v` of `fresh` cannot be checked against `saved`: missing, other settings, steps or seeds, no runs."
     if v not in saved.variants: return f"the saved study {saved.name!r} has no variant {v!r}: {list(saved.variants)}"
     if not _same(fresh.variants[v], saved.variants[v]):
@@ -540,27 +538,31 @@ def _rerun_problem(fresh:Study, saved:Study, v:str, new_seeds:bool) -> str|None:
     steps = [sorted({str(r.get('steps')) for r in s.runs if r['variant'] == v}) for s in (fresh, saved)]
     if steps[0] != steps[1]:
         return f"variant {v!r} was trained for {'/'.join(steps[0])} steps, the saved runs for {'/'.join(steps[1])}"
-    if not new_seeds and (other := sorted(set(fresh.seeds(v)) - set(saved.seeds(v)))):
-        return (f"seed {other[0]} of {v!r} is not among the saved seeds {saved.seeds(v)}; pass new_seeds=True to check "
-                "a seed the saved study does not hold against its spread")
+    if other := sorted(set(fresh.seeds(v)) - set(saved.seeds(v))):
+        return f"seed {other[0]} of {v!r} is not among the saved seeds {saved.seeds(v)}: re-train a saved seed"
 
 # %% ../nbs/23_studies.ipynb #23f46e47
-def check_study_rerun(fresh:Study, saved:Study, checks=RERUN_CHECKS, new_seeds:bool=False) -> list[str]:
-    "Each variant of `fresh` against `saved` (`check_rerun` per check); AssertionError at the first outside its spread."
+def check_study_rerun(fresh:Study, saved:Study, pairs, tolerance:dict=RERUN_TOLERANCE) -> list[str]:
+    "Each pair (a, b, states) on every fresh seed against the same saved seed (`check_paired_rerun`), a line each."
     if not (isinstance(fresh, Study) and isinstance(saved, Study)):
         raise TypeError(f"`fresh` and `saved` must be Study objects (`Study.load` reads a file), got "
                         f"{type(fresh).__name__} and {type(saved).__name__}")
     if fresh.name != saved.name: raise ValueError(f"the fresh study is {fresh.name!r}, the saved one {saved.name!r}")
     if not fresh.runs: raise ValueError("nothing to check: the fresh study has no runs")
-    _check_checks(checks)
-    for v in fresh.variants:
-        if why := _rerun_problem(fresh, saved, v, new_seeds): raise ValueError(f"cannot check the re-run: {why}")
+    if not pairs or isinstance(pairs, str) or not all(isinstance(p, (tuple, list)) and len(p) == 3 for p in pairs):
+        raise ValueError(f"`pairs` must list (a, b, states), a side a variant or (variant, what, stat), got {pairs!r}")
+    sides = [(_side(a), _side(b), states) for a, b, states in pairs]
+    for v in dict.fromkeys(s[0] for a, b, _ in sides for s in (a, b)):
+        if v not in fresh.variants: raise ValueError(f"cannot check the re-run: the fresh study has no variant {v!r}")
+        if why := _rerun_problem(fresh, saved, v): raise ValueError(f"cannot check the re-run: {why}")
     lines = []
-    for v in fresh.variants:
-        for what, stat, slack in checks:
-            for value in fresh.values(v, what, stat):
-                rate = (0, 100) if stat.startswith('sink') and what in ('final', 'peak', 'mean') else None  # a %
-                lines.append(check_rerun(value, saved.values(v, what, stat), f'{v}: {what} {stat}', slack, rate))
+    for a, b, states in sides:
+        fa, fb, sa, sb = fresh.by_seed(*a), fresh.by_seed(*b), saved.by_seed(*a), saved.by_seed(*b)
+        bounds = (0, 100) if a[2].startswith('sink') and b[2].startswith('sink') else None      # both rates in %
+        for seed in sorted(fa.keys() & fb.keys()):
+            what = f"{' '.join(a)} − {' '.join(b)}, seed {seed}"
+            lines.append(check_paired_rerun((fa[seed], fb[seed]), (sa[seed], sb[seed]), what, states,
+                                            max(_tolerance(a[2], tolerance), _tolerance(b[2], tolerance)), bounds))
     return lines
 
 # %% ../nbs/23_studies.ipynb #9a1d536b
