@@ -112,10 +112,12 @@ def write(args, plan:dict):
     "One results file per setting: every completed seed's run_summary row, with the plan and each run's start time."
     import torch
     from sink_nb.run_summaries import compare_runs
+    if not (args.out / RECORD).is_file():
+        raise SystemExit(f"mitigations_confirm.py write: --out {args.out} holds no {RECORD}: not a folder `train` wrote")
     record = json.loads((args.out / RECORD).read_text())
     started = {(r['setting'], r['variant'], r['seed']): r['started'] for r in record['runs']}
     torch.set_num_threads(args.threads)
-    for setting in plan['settings']:
+    for setting in args.setting or plan['settings']:
         seeds = [s for s in plan['seeds']['values'] if all(finished(run_folder(args.out, setting, n, s))
                                                             for n in plan['mitigations'])]
         if not seeds: print(f'{setting}: no seed completed by every mitigation'); continue
@@ -151,10 +153,14 @@ def main(argv=None):
     p.add_argument('--out', type=Path, help='the folder of the runs and their record (train, write)')
     p.add_argument('--jobs', type=int, default=2, help='training processes (default 2)')
     p.add_argument('--threads', type=int, default=2, help='torch threads while measuring (write; default 2)')
+    p.add_argument('--setting', nargs='+', help="write: only these settings (default: the plan's; one process each "
+                                               "side by side halves the time)")
     args = p.parse_args(argv)
     if args.what in ('train', 'write') and args.out is None: p.error(f'{args.what} needs --out')
     if args.jobs < 1 or args.threads < 1: p.error('--jobs and --threads must be at least 1')
     plan = load_plan()
+    if unknown := set(args.setting or ()) - set(plan['settings']):
+        p.error(f"--setting {sorted(unknown)}: the plan's settings are {list(plan['settings'])}")
     {'show': show, 'train': train, 'write': write, 'check': check}[args.what](*(
         (plan,) if args.what == 'show' else (args, plan)))
 
