@@ -23,7 +23,8 @@ def results_files() -> list[Path]:
 def planned() -> list[Path]:
     """The results files that name a committed plan ({path, commit, sha256}). The language series' files (issue 53)
     carry their settings inline under `plan`, with no commit: git cannot date those runs, as experiment 10 is to say."""
-    def names_commit(data): return isinstance(data, dict) and isinstance(data.get('plan'), dict) and 'commit' in data['plan']
+    def names_commit(data):
+        return isinstance(data, dict) and isinstance(data.get('plan'), dict) and 'commit' in data['plan']
     return [p for p in results_files() if names_commit(json.loads(p.read_text()))]
 
 
