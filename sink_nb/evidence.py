@@ -323,7 +323,8 @@ class Claims:
                 paper:str|None=None, paper_number:str='-', digits:int=1, verdict:str|None=None,
                 manipulation:str|tuple|None=None, margin:float|None=None) -> dict:
         "A claim worded on exploration seeds (a, b), decided on each setting's confirmation seeds {setting: (a, b)}."
-        check_choice(states, 'states', ('>', '<', '=')); check_choice(paper, 'paper', ('>', '<', '=', None))
+        check_choice(states, 'states', ('>', '<', '='))
+        check_choice(paper, 'paper', ('>', '<', '=', None))
         if (states == '=') != (margin is not None):    # equivalence within ±margin, or a direction: never both
             raise ValueError(f"`margin` goes with states '=' (equivalence) and only with it: states {states!r}, "
                              f"margin {margin!r}")
