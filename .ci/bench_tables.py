@@ -29,7 +29,7 @@ def metric_memory(results:Path) -> str:
     "The metric's memory and time against eager, per T, from metric_memory_cpu.json."
     d = json.loads((results / 'metric_memory_cpu.json').read_text())
     lines = [f"{d['device']}, op {d['op']}, {d['heads']} heads, d_h = {d['d_head']}, batch {d['batch']}, first call in "
-             f"a fresh process; `{command(results, 'metric_memory')}`:", '',
+             f"a fresh process; {_where(d)}; `{command(results, 'metric_memory')}`:", '',
              '| T | eager MiB | chunked MiB | memory ratio | eager s | chunked s | max \\|Δα\\| |', '|---|---|---|---|---|---|---|']
     lines += [f"| {r['T']} | {r['eager_mib']:.0f} | {r['chunked_mib']:.0f} | {_ratio(r['ratio'])} | {r['eager_s']:.2f} | "
               f"{r['chunked_s']:.2f} | {r['max_delta']:.1e} |" for r in d['rows']]
@@ -37,17 +37,28 @@ def metric_memory(results:Path) -> str:
 
 
 def peers_train(results:Path) -> str:
-    "One training step of SinkLM against transformers' Llama and litgpt's GPT at one shape, from peers_train_cpu.json."
+    """One training step of SinkLM against transformers' Llama and litgpt's GPT at one shape, from peers_train_cpu.json:
+    tokens/s the median over rounds, each ratio the median of the rounds' own ratios with its range."""
     d = json.loads((results / 'peers_train_cpu.json').read_text())
-    lines = [f"{d['machine']}; `{command(results, 'peers_train')}`:", '',
-             '| preset | sink_nb tok/s | transformers tok/s | litgpt tok/s | ÷ transformers | ÷ litgpt | peak MiB (sink_nb / transformers / litgpt) |',
+    lines = [f"{d['title']}; {_where(d)}; `{command(results, 'peers_train')}`:", '',
+             '| preset | sink_nb tok/s | transformers tok/s | litgpt tok/s | ÷ transformers (range, rounds) | ÷ litgpt (range, rounds) | peak MiB (sink_nb / transformers / litgpt) |',
              '|---|---|---|---|---|---|---|']
     for r in d['rows']:
-        t, m = r['tokens_per_s'], r['peak_mib']
+        t, m, q = r['tokens_per_s'], r['peak_mib'], r['speed_ratio']
         lines.append(f"| `{r['preset']}` | {t['sink_nb']:,.0f} | {t['transformers']:,.0f} | {t['litgpt']:,.0f} | "
-                     f"{t['sink_nb'] / t['transformers']:.2f}× | {t['sink_nb'] / t['litgpt']:.2f}× | "
+                     f"{_spread(q['transformers'])} | {_spread(q['litgpt'])} | "
                      f"{m['sink_nb']:,.0f} / {m['transformers']:,.0f} / {m['litgpt']:,.0f} |")
     return '\n'.join(lines)
+
+
+def _spread(s:dict) -> str: return f"{s['median']:.2f}× ({s['min']:.2f}–{s['max']:.2f}, {s['n']})"
+
+
+def _where(d:dict) -> str:
+    "The machine and the load a JSON results file records (bench/bench_env.record)."
+    m, load = d['machine'], d['load']
+    return (f"{m['cpu']}, {m['cores']} cores, torch {d['versions']['torch']}; 1-min load {load['before'][0]:.2f} before, "
+            f"{load['after'][0]:.2f} after")
 
 
 def gpu(results:Path) -> str:

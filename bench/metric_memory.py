@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from bench_env import Output
+
 METHODS = ('eager', 'chunked')
 
 
@@ -100,6 +102,7 @@ def main(argv=None):
     p.add_argument('--op', default='softmax')
     p.add_argument('--threads', type=int, default=0, help='torch threads per worker (0: torch default)')
     p.add_argument('--warm', action='store_true', help='a small warm-up call first (default: the first call, cold)')
+    p.add_argument('--out', help='write the command, machine, load and table to this text file')
     p.add_argument('--json', help='also write the rows to this JSON file')
     p.add_argument('--worker', choices=METHODS, help=argparse.SUPPRESS)
     p.add_argument('--alpha-out', help=argparse.SUPPRESS)
@@ -107,10 +110,12 @@ def main(argv=None):
     if args.worker: return worker(args)
 
     dev = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU ({os.cpu_count()} cores)'
-    print(f'sink metric memory: op={args.op}, batch={args.batch}, heads={args.heads}, d_h={args.d_head}, '
+    out = Output('metric_memory.py', argv)
+    out.say(f'sink metric memory: op={args.op}, batch={args.batch}, heads={args.heads}, d_h={args.d_head}, '
           f"{'after a warm-up call' if args.warm else 'first call in a fresh process'}, {dev}, torch {torch.__version__}")
     header = f"{'T':>6} {'eager MiB':>10} {'chunked MiB':>11} {'mem ratio':>10} {'eager s':>8} {'chunked s':>9} {'max |Δα|':>10}"
-    print(header); print('-' * len(header))
+    out.say(header)
+    out.say('-' * len(header))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for T in args.T:
@@ -120,9 +125,10 @@ def main(argv=None):
             row = dict(T=T, eager_mib=e['peak_bytes'] / 2**20, chunked_mib=s['peak_bytes'] / 2**20,
                        ratio=e['peak_bytes'] / max(s['peak_bytes'], 1), eager_s=e['seconds'], chunked_s=s['seconds'], max_delta=delta)
             rows.append(row)
-            print(f"{T:>6} {row['eager_mib']:>10.1f} {row['chunked_mib']:>11.1f} {row['ratio']:>9.1f}x "
-                  f"{row['eager_s']:>8.2f} {row['chunked_s']:>9.2f} {delta:>10.1e}", flush=True)
-    if args.json: Path(args.json).write_text(json.dumps({'device': dev, 'op': args.op, 'heads': args.heads,
+            out.say(f"{T:>6} {row['eager_mib']:>10.1f} {row['chunked_mib']:>11.1f} {row['ratio']:>9.1f}x "
+                    f"{row['eager_s']:>8.2f} {row['chunked_s']:>9.2f} {delta:>10.1e}")
+    out.write(args.out)
+    if args.json: Path(args.json).write_text(json.dumps(out.record() | {'device': dev, 'op': args.op, 'heads': args.heads,
                                                          'd_head': args.d_head, 'batch': args.batch, 'rows': rows}, indent=1))
     return rows
 

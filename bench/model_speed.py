@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from sink_nb.attention import BACKENDS
 from sink_nb.model import SinkConfig, SinkLM
+from bench_env import Output
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
 DTYPES = {'fp32': torch.float32, 'bf16': torch.bfloat16, 'fp16': torch.float16}
@@ -74,27 +75,31 @@ def main(argv=None):
     p.add_argument('--device', default='cpu')
     p.add_argument('--dtype', default='fp32', choices=DTYPES)
     p.add_argument('--compile', action='store_true')
+    p.add_argument('--out', help='write the command, machine, load and table to this text file')
     p.add_argument('--json', help='also write the rows to this JSON file')
     args = p.parse_args(argv)
+    out = Output('model_speed.py', argv)
     device = torch.device(args.device)
     name = torch.cuda.get_device_name() if device.type == 'cuda' else f'CPU ({os.cpu_count()} cores)'
-    print(f"SinkLM forward+backward: attention={args.attention}, batch={args.batch}, T={args.T}, {args.dtype}"
+    out.say(f"SinkLM forward+backward: attention={args.attention}, batch={args.batch}, T={args.T}, {args.dtype}"
           f"{', compiled' if args.compile else ''}, {name}, torch {torch.__version__}")
     header = f"{'preset':>9} {'backend':>8} {'params M':>9} {'tokens/s':>10} {'step s':>8} {'TFLOP/s':>8} {'peak GiB':>9}"
-    print(header); print('-' * len(header))
+    out.say(header)
+    out.say('-' * len(header))
     rows = []
     for preset in args.presets:
         measure(preset, 'eager', argparse.Namespace(**(vars(args) | dict(steps=1, compile=False))), device)   # warm the allocator for this size
         for backend in args.backends:
             r = measure(preset, backend, args, device) | dict(preset=preset, backend=backend)
             rows.append(r)
-            if 'error' in r: print(f"{preset:>9} {backend:>8}   n/a: {r['error']}")
+            if 'error' in r: out.say(f"{preset:>9} {backend:>8}   n/a: {r['error']}")
             else:
                 label = f"{backend}→{r['chosen']}" if backend == 'auto' else backend
-                print(f"{preset:>9} {label:>8} {r['params_m']:>9.1f} {r['tokens_per_s']:>10.0f} {r['step_s']:>8.3f} "
-                      f"{r['tflops']:>8.3f} {r['peak_gib']:>9.2f}", flush=True)
+                out.say(f"{preset:>9} {label:>8} {r['params_m']:>9.1f} {r['tokens_per_s']:>10.0f} {r['step_s']:>8.3f} "
+                        f"{r['tflops']:>8.3f} {r['peak_gib']:>9.2f}")
+    out.write(args.out)
     if args.json:
-        with open(args.json, 'w') as f: json.dump(dict(device=name, args=vars(args), rows=rows), f, indent=1)
+        with open(args.json, 'w') as f: json.dump(out.record() | dict(device=name, args=vars(args), rows=rows), f, indent=1)
     return rows
 
 

@@ -1,14 +1,16 @@
 """One training step of `SinkLM` against the models a user would train instead, at the same shape: transformers'
 `LlamaForCausalLM` (sdpa; built from the SinkLM by `model_export.to_hf`, so the weights are the same) and litgpt's `GPT`
 (a LLaMA config: RMSNorm, RoPE, SwiGLU, no biases, untied head). AdamW, cross-entropy, one process, the sides
-interleaved and repeated; tokens/s is the median over repeats. Peak memory: each side in a fresh process, the rise of
-the resident set (CPU) or of `max_memory_allocated` (CUDA) over its first steps — weights, gradients, AdamW state and
-activations, what a user's process sees.
+interleaved and repeated; tokens/s is the median over rounds, and each ratio is the median of the rounds' own ratios
+(the sides timed back to back in one round see the same machine) with its range over the rounds. Peak memory: each
+side in a fresh process, the rise of the resident set (CPU) or of `max_memory_allocated` (CUDA) over its first steps
+— weights, gradients, AdamW state and activations, what a user's process sees. The results file opens with the command,
+the machine, the versions and the load before and after (`bench_env`).
 
-    python bench/peers_train.py                                        # CPU: tiny-cpu, 14M, 60M at B=4, T=256, fp32
+    python bench/peers_train.py                                        # CPU: tiny-cpu, 14M, 60M at B=4, T=256, fp32, 5 rounds
     python bench/peers_train.py --presets 60M 160M --T 1024 --device cuda --dtype bf16 --compile   # on a GPU
     python bench/peers_train.py --small                                # CI: tiny-cpu, a few steps
-    python bench/peers_train.py --profile 14M                          # where a SinkLM step spends its time
+    python bench/peers_train.py --profile 14M --out FILE               # where a SinkLM step spends its time
 
 litgpt is a peer, not a dependency: it is installed on first use into bench/.peers/litgpt (pip --target, no
 dependencies but lightning's few; torch is the one already installed) and skipped, with the reason printed, when
@@ -22,6 +24,7 @@ import torch.nn.functional as F
 
 from sink_nb.model import SinkConfig, SinkLM
 from sink_nb.model_export import to_hf
+from bench_env import Output, spread, spread_text
 
 ROOT = Path(__file__).resolve().parent
 LITGPT_DIR = ROOT / '.peers' / 'litgpt'
@@ -87,8 +90,8 @@ def sync(device):
     if device.startswith('cuda'): torch.cuda.synchronize()
 
 
-def time_sides(preset:str, sides, args) -> dict:
-    "Median seconds per step of each side, the sides interleaved over `repeats` rounds of `steps` steps."
+def time_sides(preset:str, sides, args) -> tuple[dict, int]:
+    "Seconds per step of each side in each round (lists, one value a round), the sides interleaved over `repeats` rounds."
     built = {s: build(s, preset, args) for s in sides}
     params = {s: sum(p.numel() for p in m.parameters()) for s, (m, _, _) in built.items()}
     if len(set(params.values())) > 1: raise RuntimeError(f"the sides differ in shape at {preset}: {params}")
@@ -102,7 +105,7 @@ def time_sides(preset:str, sides, args) -> dict:
             t0 = time.perf_counter()
             for _ in range(args.steps): step(x, y)
             sync(args.device); seconds[s].append((time.perf_counter() - t0) / args.steps)
-    return {s: statistics.median(v) for s, v in seconds.items()}, params[sides[0]]
+    return seconds, params[sides[0]]
 
 
 def _rss_kib(field='VmRSS'):
@@ -153,29 +156,36 @@ def machine(args) -> str:
     return f"{dev}, torch {torch.__version__}, {args.dtype}{', compiled' if args.compile else ''}"
 
 
-def measure(args):
+def measure(args, out):
     "Rows: per preset, tokens/s and peak MiB of each side and sink_nb's ratio to each peer."
     litgpt, why = import_litgpt()
     sides = SIDES if litgpt else SIDES[:2]
     notes = [f"litgpt skipped: {why}"] if why else []
     rows = []
     for preset in args.presets:
-        step_s, params = time_sides(preset, sides, args)
+        rounds, params = time_sides(preset, sides, args)
+        step_s = {s: statistics.median(v) for s, v in rounds.items()}
         mem = {s: peak_memory(s, preset, args) for s in sides} if args.memory else {}
-        rows.append(dict(preset=preset, params=params, step_s=step_s, tokens_per_s={s: args.batch * args.T / v for s, v in
-                         step_s.items()}, peak_mib=mem))
-        print(row_text(rows[-1], sides), flush=True)
+        rows.append(dict(preset=preset, params=params, step_s=step_s, step_s_rounds=rounds,
+                         tokens_per_s={s: args.batch * args.T / v for s, v in step_s.items()},
+                         speed_ratio={s: spread(round_ratios(rounds, s)) for s in sides[1:]}, peak_mib=mem))
+        out.say(row_text(rows[-1], sides))
     return rows, sides, notes
 
 
+def round_ratios(rounds:dict, peer:str) -> list[float]:
+    "sink_nb's speed over the peer's in each round: the peer's seconds a step over sink_nb's, timed back to back."
+    return [p / s for p, s in zip(rounds[peer], rounds['sink_nb'])]
+
+
 def header(sides) -> str:
-    cols = ''.join(f"{s + ' tok/s':>19}" for s in sides) + ''.join(f"{'vs ' + s:>16}" for s in sides[1:])
+    cols = ''.join(f"{s + ' tok/s':>19}" for s in sides) + ''.join(f"{'vs ' + s:>32}" for s in sides[1:])
     return f"{'preset':>8}{cols}" + ''.join(f"{s + ' MiB':>17}" for s in sides)
 
 
 def row_text(r, sides) -> str:
     tps, mem = r['tokens_per_s'], r['peak_mib']
-    ratios = ''.join(f"{tps['sink_nb'] / tps[s]:>15.3f}x" for s in sides[1:])
+    ratios = ''.join(f"{spread_text(round_ratios(r['step_s_rounds'], s)):>32}" for s in sides[1:])
     mib = ''.join(f"{mem[s]:>17.0f}" if mem.get(s) is not None else f"{'-':>17}" for s in sides)
     return f"{r['preset']:>8}" + ''.join(f"{tps[s]:>19.0f}" for s in sides) + ratios + mib
 
@@ -186,40 +196,45 @@ def parse(argv=None):
     p.add_argument('--T', type=int, default=256)
     p.add_argument('--batch', type=int, default=4)
     p.add_argument('--steps', type=int, default=3, help='steps per side per repeat')
-    p.add_argument('--repeats', type=int, default=3)
+    p.add_argument('--repeats', type=int, default=5, help='rounds; the sides run back to back in each (at least 1)')
     p.add_argument('--device', default='cpu')
     p.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16', 'float16'))
     p.add_argument('--compile', action='store_true')
     p.add_argument('--no-memory', dest='memory', action='store_false', help='skip the fresh-process memory runs')
-    p.add_argument('--small', action='store_true', help='CI: tiny-cpu, 2 steps, 1 repeat')
+    p.add_argument('--small', action='store_true', help='CI: tiny-cpu, 2 steps, 3 rounds')
     p.add_argument('--profile', metavar='PRESET', help="print a profiler table of SinkLM's step at PRESET")
     p.add_argument('--profile-rows', type=int, default=20)
     p.add_argument('--out', help='write the command, machine and table to this text file')
     p.add_argument('--json', help='also write the rows to this JSON file')
     p.add_argument('--worker', nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.small: args.presets, args.steps, args.repeats = ['tiny-cpu'], 2, 1
+    for flag in ('steps', 'repeats'):
+        if getattr(args, flag) < 1: p.error(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    if args.small: args.presets, args.steps, args.repeats = ['tiny-cpu'], 2, 3
     return args
 
 
 def main(argv=None):
     args = parse(argv)
     if args.worker: return worker(args)
-    if args.profile: print(profile(args.profile, args)); return
-    title = (f"one training step (AdamW), B={args.batch} x T={args.T}, {args.steps} steps x {args.repeats} repeats "
-             f"interleaved, median; {machine(args)}")
-    print(title)
+    out = Output('peers_train.py', argv)
+    if args.profile:
+        out.say(f"SinkLM {args.profile}, B={args.batch} x T={args.T}, 3 AdamW steps after 2 warm-up steps; {machine(args)}")
+        out.say(profile(args.profile, args))
+        out.write(args.out)
+        return
+    out.say(f"one training step (AdamW), B={args.batch} x T={args.T}, {args.steps} steps a side in each of {args.repeats} "
+            f"rounds, the sides back to back in each round; tok/s: median over rounds; vs PEER: sink_nb's speed over the "
+            f"peer's, the median of the rounds' own ratios (min-max over the rounds, n rounds); {machine(args)}")
     litgpt, _ = import_litgpt()
     sides = SIDES if litgpt else SIDES[:2]
-    print(header(sides)); print('-' * len(header(sides)))
-    rows, sides, notes = measure(args)
-    for n in notes: print(n)
-    if args.out:
-        command = 'python bench/peers_train.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
-        text = [f"$ {command}", title, header(sides), '-' * len(header(sides)), *(row_text(r, sides) for r in rows),
-                *notes]
-        Path(args.out).write_text('\n'.join(text) + '\n')
-    if args.json: Path(args.json).write_text(json.dumps(dict(machine=machine(args), rows=rows, notes=notes), indent=1))
+    out.say(header(sides))
+    out.say('-' * len(header(sides)))
+    rows, sides, notes = measure(args, out)
+    for note in notes: out.say(note)
+    out.write(args.out)
+    if args.json: Path(args.json).write_text(json.dumps(out.record() | dict(title=machine(args), rows=rows, notes=notes),
+                                                        indent=1))
     return rows
 
 

@@ -8,7 +8,7 @@
 Every way trains the same runs; the table says whether their final numbers are identical (they must be: a batch gives
 each seed the numbers it has alone). It prints the machine, the torch version and the load average before and after.
 """
-import argparse, json, os, platform, sys, tempfile, time
+import argparse, json, os, tempfile, time
 from pathlib import Path
 
 import torch
@@ -17,6 +17,7 @@ from sink_nb.run_configs import load_run_config
 from sink_nb.runs import Run
 from sink_nb.studies import STUDY_SEEDS, train_variant, train_variant_seeds, train_variants, training_pool
 from sink_nb.train import train, train_seeds
+from bench_env import Output
 
 
 def final_numbers(folders) -> list[tuple]:
@@ -111,18 +112,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     for flag in ('steps', 'seeds'):
         if getattr(args, flag) is not None and getattr(args, flag) < 1: p.error(f"--{flag} must be at least 1")
-    before = os.getloadavg()
+    out = Output('seed_batch.py', argv)
     rows = []
     if args.what in ('demo', 'all'): rows += demo(args.steps or 600, args.seeds or 10)
     if args.what in ('lang', 'all'): rows += lang(args.steps or 20, args.seeds or 4)
-    cores = len(os.sched_getaffinity(0))
-    head = (f"seed batches on {cores} cores, {platform.processor() or platform.machine()}, torch {torch.__version__}; "
-            f"load average before {before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
-    text = table(rows, head)
-    print(text)
-    command = 'python bench/seed_batch.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
-    if args.out: args.out.write_text(f"$ {command}\n{text}\n")
-    if args.json: args.json.write_text(json.dumps(dict(command=command, head=head, rows=rows), indent=1) + '\n')
-
+    head = f"seed batches on {len(os.sched_getaffinity(0))} cores, torch {torch.__version__}"
+    for line in table(rows, head).splitlines(): out.say(line)
+    out.write(args.out)
+    if args.json: args.json.write_text(json.dumps(out.record() | dict(head=head, rows=rows), indent=1) + '\n')
 
 if __name__ == '__main__': main()

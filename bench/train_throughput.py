@@ -14,6 +14,7 @@ import torch
 from sink_nb.model import SinkConfig, SinkLM
 from sink_nb.train import TrainConfig, train
 from gpu_checks import PEAKS, flops_per_token
+from bench_env import Output
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
 
@@ -52,14 +53,17 @@ def main(argv=None):
     p.add_argument('--steps', type=int, default=6)
     p.add_argument('--compile', action='store_true')
     p.add_argument('--peak-tflops', type=float, help='peak FLOP/s of the device in TFLOP/s, for MFU')
+    p.add_argument('--out', help='write the command, machine, load and table to this text file')
     p.add_argument('--json', help='also write the rows to this JSON file')
     args = p.parse_args(argv)
+    out = Output('train_throughput.py', argv)
     peak = peak_flops(args.peak_tflops)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else f'CPU ({os.cpu_count()} cores)'
-    print(f"train() throughput: batch={args.batch} x T={args.T}, {'bf16 autocast' if torch.cuda.is_available() else 'fp32'}"
+    out.say(f"train() throughput: batch={args.batch} x T={args.T}, {'bf16 autocast' if torch.cuda.is_available() else 'fp32'}"
           f"{', compiled' if args.compile else ''}, {device}, torch {torch.__version__}")
     header = f"{'preset':>9} {'backend':>8} {'params M':>9} {'tokens/s':>10} {'step s':>8} {'MFU %':>6}"
-    print(header); print('-' * len(header))
+    out.say(header)
+    out.say('-' * len(header))
     rows = []
     for preset in args.presets:
         with torch.device('meta'): n = SinkLM(SinkConfig.from_name(preset)).num_params(non_embedding=False)
@@ -68,11 +72,12 @@ def main(argv=None):
             r['flops_per_token'] = flops_per_token(SinkConfig.from_name(preset), args.T)
             if 'error' not in r and peak: r['mfu'] = r['flops_per_token'] * r['tokens_per_s'] / peak
             rows.append(r)
-            if 'error' in r: print(f"{preset:>9} {backend:>8}   n/a: {r['error']}"); continue
+            if 'error' in r: out.say(f"{preset:>9} {backend:>8}   n/a: {r['error']}"); continue
             mfu = f"{100 * r['mfu']:>6.1f}" if 'mfu' in r else f"{'-':>6}"
-            print(f"{preset:>9} {backend:>8} {n / 1e6:>9.1f} {r['tokens_per_s']:>10.0f} {r['step_s']:>8.3f} {mfu}", flush=True)
+            out.say(f"{preset:>9} {backend:>8} {n / 1e6:>9.1f} {r['tokens_per_s']:>10.0f} {r['step_s']:>8.3f} {mfu}")
+    out.write(args.out)
     if args.json:
-        with open(args.json, 'w') as f: json.dump(dict(device=device, args=vars(args), rows=rows), f, indent=1)
+        with open(args.json, 'w') as f: json.dump(out.record() | dict(device=device, args=vars(args), rows=rows), f, indent=1)
     return rows
 
 
