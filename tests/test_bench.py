@@ -5,6 +5,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def assert_opens_with(text:str, command:str):
+    "A results file's first four lines: its command, then bench_env's machine, versions and load before and after."
+    lines = text.splitlines()
+    assert lines[0] == f'$ {command}', lines[0]
+    starts = ('machine: ', 'versions: ', 'load average (1/5/15 min): before ')
+    assert all(line.startswith(start) for line, start in zip(lines[1:4], starts)), lines[1:4]
+
+
 def test_metric_memory_small(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'metric_memory.py'), '--T', '128', '512',
                           '--heads', '4', '--json', str(tmp_path / 'rows.json')], capture_output=True, text=True, timeout=600)
@@ -64,16 +72,20 @@ def test_gpu_checks_dry_run_says_what_it_skips(tmp_path):
 
 def test_measure_speed_small(tmp_path):
     "hf.measure_ids against the plain forward on the tiny Llama: both α within 1e-6 of float64 and of each other."
-    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), '--model', 'tiny', '--T', '64', '128',
-                          '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')],
+    args = ['--model', 'tiny', '--T', '64', '128', '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')]
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'measure_speed.py'), *args],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    rows = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    found = json.loads((tmp_path / 'rows.json').read_text())
+    assert {'command', 'machine', 'versions', 'load'} <= set(found) and found['finished'] is True
+    rows = found['rows']
     assert [r['T'] for r in rows] == [64, 128] and all(r['route'] == 'qk' for r in rows)
     for r in rows:
         assert max(r['measure_vs_f64'], r['walk_vs_f64'], r['max_delta']) <= 1e-6, r
         assert r['forward_s'] > 0 and r['ratio'] > 0
-    assert 'measure/fwd' in (tmp_path / 'ms.txt').read_text()
+    text = (tmp_path / 'ms.txt').read_text()
+    assert_opens_with(text, 'python bench/measure_speed.py ' + ' '.join(args))
+    assert 'measure/fwd' in text and 'unfinished' not in text
 
 
 def test_measure_speed_keeps_the_rows_it_finished(tmp_path):
@@ -87,6 +99,7 @@ def test_measure_speed_keeps_the_rows_it_finished(tmp_path):
     assert [r['T'] for r in saved['rows']] == [64] and saved['finished'] is False
     text = (tmp_path / 'ms.txt').read_text()
     assert 'unfinished: the rows up to T = 64 of T = 64 10000000' in text and 'metric chunks of 2^10 scores' in text
+    assert text.startswith('$ python bench/measure_speed.py --model tiny --T 64 10000000') and 'load' in saved
 
 
 def test_measure_speed_on_smollm2s_shape_with_random_ids(tmp_path):

@@ -9,14 +9,28 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def assert_opens_with(text:str, command:str):
+    "A results file's first four lines: its command, then bench_env's machine, versions and load before and after."
+    lines = text.splitlines()
+    assert lines[0] == f'$ {command}', lines[0]
+    starts = ('machine: ', 'versions: ', 'load average (1/5/15 min): before ')
+    assert all(line.startswith(start) for line, start in zip(lines[1:4], starts)), lines[1:4]
+
+
 def test_prepare_bench_small(tmp_path):
     "Byte-level at 12 and 36 MB of text: every byte + one EOS per document is a token, and peak memory does not grow."
-    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'data_prepare.py'), '--tokenizer', 'bytes',
-                          '--sizes-mb', '12', '36', '--val-docs', '50', '--workdir', str(tmp_path), '--json', str(tmp_path / 'rows.json')],
+    args = ['--tokenizer', 'bytes', '--sizes-mb', '12', '36', '--val-docs', '50', '--workdir', str(tmp_path),
+            '--out', str(tmp_path / 'table.txt'), '--json', str(tmp_path / 'rows.json')]
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'data_prepare.py'), *args],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert 'Mtok/s' in out.stdout and 'PSS MiB' in out.stdout
-    small, large = json.loads((tmp_path / 'rows.json').read_text())['rows']
+    text = (tmp_path / 'table.txt').read_text()
+    assert_opens_with(text, 'python bench/data_prepare.py ' + ' '.join(args))
+    assert text.endswith(out.stdout)                             # the table as printed, after the header
+    found = json.loads((tmp_path / 'rows.json').read_text())
+    assert {'command', 'machine', 'versions', 'load'} <= set(found) and 'tokenizers' in found['versions']
+    small, large = found['rows']
     for r in (small, large):
         assert r['n_tokens'] == r['text_bytes'] + r['n_docs'], r        # documents + EOS, nothing lost or added
         assert r['seconds'] > 0 and r['rss_main'] > 0
@@ -24,6 +38,21 @@ def test_prepare_bench_small(tmp_path):
     grow = (large['rss_main'] - small['rss_main']) / 2**20
     assert grow < 24, f'peak RSS grew by {grow:.0f} MiB from {small["text_mb"]:.0f} to {large["text_mb"]:.0f} MB of text'
     assert not list(tmp_path.glob('**/.prepared.tmp-*')), 'no temporary folder left behind'
+
+
+def test_prepare_bench_appends_a_second_run(tmp_path):
+    "--append: a second run (here other engines) follows the first in the same file, with its own command and header."
+    table = tmp_path / 'table.txt'
+    first = ['--tokenizer', 'bytes', '--sizes-mb', '0.2', '--workdir', str(tmp_path), '--out', str(table)]
+    second = [*first, '--engines', 'processes', '--num-proc', '2', '--append']
+    for args in (first, second):
+        out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'data_prepare.py'), *args],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+    runs = table.read_text().split('\n\n')
+    assert len(runs) == 2
+    for run, args in zip(runs, (first, second)): assert_opens_with(run, 'python bench/data_prepare.py ' + ' '.join(args))
+    assert ' threads ' in runs[0] and ' processes ' in runs[1]
 
 
 def _gguf():
