@@ -32,7 +32,8 @@ def check_onsets(m, config:str):
 
 
 def test_the_readme_states_lang_4x128s_onsets_and_its_sink_at_the_end():
-    m = re.search(r'passes Sink₁ 10 % in (\d+) of (\d+) seeds by ([\d.]+)M tokens \(at ([^)]*)\) and stands at ([^%]*) % '
+    m = re.search(r'passes Sink₁ 10 % in (\d+) of (\d+) seeds by the checkpoint at ([\d.]+)M tokens \(checkpoints 8\.2M tokens '
+                  r'apart; first past 10 % at ([^)]*)\) and stands at ([^%]*) % '
                   r'after ([\d.]+)M', (ROOT / 'README.md').read_text())
     check_onsets(m, 'lang-4x128')
     _, values = onsets_and_values('lang-4x128', m[6])
@@ -40,13 +41,13 @@ def test_the_readme_states_lang_4x128s_onsets_and_its_sink_at_the_end():
 
 
 def test_the_readme_states_lang_6x128s_onsets():
-    check_onsets(re.search(r'So does the next size, 6 layers of width 128, in (\d+) of (\d+) seeds by ([\d.]+)M tokens '
-                           r'\(at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x128')
+    check_onsets(re.search(r'So does the next size, 6 layers of width 128, in (\d+) of (\d+) seeds by the checkpoint at '
+                           r'([\d.]+)M tokens \(checkpoints 8\.2M tokens apart; first past 10 % at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x128')
 
 
 def test_the_readme_states_lang_6x192s_onsets():
-    check_onsets(re.search(r'and the largest, 6 layers of width 192, in (\d+) of (\d+) seeds by ([\d.]+)M tokens '
-                           r'\(at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x192')
+    check_onsets(re.search(r'and the largest, 6 layers of width 192, in (\d+) of (\d+) seeds by the checkpoint at '
+                           r'([\d.]+)M tokens \(checkpoints 8\.2M tokens apart; first past 10 % at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x192')
 
 
 def knob_directions(names:list[str], step:int) -> dict[str, tuple[int, int, int]]:
@@ -72,13 +73,13 @@ def knob_values(name:str, step:int) -> tuple[list[float], list[float]]:
 def test_the_readme_states_the_layout_finding():
     "With BOS first a sink forms (the sentences above); in the paper's layout (no-bos) Sink₁ stays below 1 %."
     readme = (ROOT / 'README.md').read_text()
-    assert 'whether a sink forms depends on the layout of the training text' in readme
+    assert "a sink formed with a fixed BOS first and not in the paper's packed layout; three seeds cannot test" in readme
     assert 'a sink does form' not in readme
     m = re.search(r"In the paper's own layout, packed text with no BOS "
                   r"\(`sink-nb train --config lang-4x128 fixed_token=null`\), the smallest model's Sink₁ after "
                   r"([\d.]+)M tokens is ([^%]*) %, below 1 % in (\d+) of (\d+) seeds, where the same seeds with BOS "
-                  r"first read ([^%]*) %\. That agrees with Gu et al\., whose 60M model forms no sink \(Sink₁ < 1 %\) "
-                  r"with 100M tokens of data or fewer\.", readme)
+                  r"first read ([^%]*) %\. Gu et al\.'s 60M model forms no sink \(Sink₁ < 1 %\) "
+                  r"with 100M tokens of data or fewer, read about 200 times over; these runs are not that manipulation", readme)
     assert m, "the README has no sentence on the paper's layout"
     plan = json.loads(KNOBS.read_text())['plan']
     assert m[1] == f"{plan['knob_steps'] * plan['tokens_per_step'] / 1e6:.1f}"
