@@ -33,7 +33,7 @@ from .model import SinkLM, name_filter
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
            'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'check_windows_seen', 'measure_ids',
-           'window_problem', 'measure', 'measure_many']
+           'window_problem', 'probe_tokenizer', 'measure', 'measure_many']
 
 # %% ../nbs/18_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -476,6 +476,27 @@ def _check_T(config, T:int, allow_longer:bool, eps:float, divisor:str):
     check_length(config, T, allow_longer)
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
 
+# %% ../nbs/18_hf.ipynb #666fd79d
+def probe_tokenizer(probe:str, tokenizer, model_or_id):
+    """The tokenizer `probe` needs. Random and repeated ids need none — the config gives the vocabulary and BOS — so a
+    model whose folder has no tokenizer measures them (a warning says why its tokens are ids); natural text needs one,
+    and its absence is an error saying what to pass instead. A tokenizer the caller named must load."""
+    try: return load_tokenizer(tokenizer, model_or_id)
+    except (OSError, ValueError, TypeError) as e:            # transformers' message for a missing one varies by version
+        if tokenizer is not None: raise
+        why = f"no tokenizer loads from it ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
+        if probe != 'natural':
+            warnings.warn(f"{_source_name(model_or_id)}: {why}; the {probe} probe needs none (ids from the config's "
+                          "vocab_size and bos_token_id), and its tokens are shown as ids", stacklevel=3)
+            return None
+        raise ValueError(f"{_source_name(model_or_id)}: {why}, and probe='natural' needs one to tokenize text: pass "
+                         "`tokenizer` (sink-nb: --tokenizer), or probe='random' or 'repeated', which need only the "
+                         "config's vocab_size and bos_token_id") from e
+
+def _source_name(model_or_id) -> str:
+    return str(getattr(model_or_id, 'given', None) or model_or_id)
+
+
 # %% ../nbs/18_hf.ipynb #88c2b604
 def measure(
     model_or_id,                  # hub id, local folder, .gguf file, or a loaded transformers model
@@ -506,10 +527,10 @@ def measure(
     meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    _check_T(config, T, allow_longer, eps, divisor); tok = load_tokenizer(tokenizer, model_or_id)
+    _check_T(config, T, allow_longer, eps, divisor); tok = probe_tokenizer(probe, tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
-    model, tok, name = load_model(model_or_id, tok, dtype, device, config=config)
+    model, tok, name = load_model(model_or_id, False if tok is None else tok, dtype, device, config=config)
     alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, **meter)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
     meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,

@@ -79,7 +79,8 @@ def load_config(model_or_id):
 
 # %% ../nbs/17_hf_load.ipynb #a8d3d3c3
 def load_tokenizer(tokenizer, model_or_id):
-    "A tokenizer: the one given, one loaded from an id/path, or the one beside the model (None for a loaded model)."
+    "A tokenizer: the one given, one from an id/path, the one beside the model (None if loaded), or none (False)."
+    if tokenizer is False: return None
     if tokenizer is None and isinstance(model_or_id, (str, Path, ModelSource)): tokenizer = model_or_id
     if not isinstance(tokenizer, (str, Path, ModelSource)): return tokenizer
     given, src, kw = resolve_model(tokenizer)
@@ -92,7 +93,7 @@ _HEADS = {'base': AutoModel, 'causal_lm': AutoModelForCausalLM}
 
 def load_model(
     model_or_id,                # hub id, local folder, path of a .gguf file, a ModelSource, or a loaded PreTrainedModel
-    tokenizer=None,             # a tokenizer, an id/path to load one from, or None (load it beside the model)
+    tokenizer=None,             # a tokenizer or an id/path to load one; None: the one beside the model; False: none
     dtype=None,                 # torch dtype or name; None: float32 on CPU, bfloat16 on GPU (loaded models keep theirs)
     device=None,                # None: CUDA when available, else CPU (loaded models stay where they are)
     config=None,                # the model's config when already read (saves parsing a GGUF file twice)
