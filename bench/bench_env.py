@@ -9,10 +9,10 @@ reader can tell a quiet run from a busy one. `tests/test_bench_records.py` fails
     load.done()                        # and after it
     lines = header_lines(load, ('transformers',))
 """
-import importlib.metadata, os, platform, shlex, statistics, sys
+import importlib.metadata, os, platform, shlex, statistics, sys, time
 from pathlib import Path
 
-QUIET_LOAD = 0.5   # a 1-minute load average above this before a run means something else was running
+QUIET_BUSY = 0.25   # more busy cores than this just before a run means something else was running
 
 
 def cpu_model() -> str:
@@ -57,25 +57,44 @@ def versions(packages=()) -> dict:
     return found
 
 
+def busy_cores(seconds:float=0.5) -> float|None:
+    "Cores busy over the next `seconds`, from /proc/stat (None where it is missing): what else runs right now."
+    def sample():
+        fields = [int(v) for v in Path('/proc/stat').read_text().splitlines()[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]                         # all jiffies; idle + iowait
+    if not Path('/proc/stat').exists(): return None
+    total0, idle0 = sample()
+    time.sleep(seconds)
+    total1, idle1 = sample()
+    busy = 1 - (idle1 - idle0) / max(total1 - total0, 1)
+    return round(busy * len(os.sched_getaffinity(0)), 2)
+
+
 class Load:
-    "The 1-, 5- and 15-minute load averages when made and when `done` is called."
+    """The 1-, 5- and 15-minute load averages and the cores busy (a 0.5 s sample) when made and when `done` is called.
+    In a sequence of benchmarks the 1-minute average still holds the previous one; the busy cores say whether anything
+    runs now, and decide 'quiet'."""
     def __init__(self):
+        self.busy_before = busy_cores()
         self.before = os.getloadavg()
-        self.after = None
+        self.after = self.busy_after = None
 
     def done(self):
         self.after = os.getloadavg()
+        self.busy_after = busy_cores()
         return self
 
     def line(self) -> str:
         if self.after is None: raise RuntimeError("Load.line before Load.done: the load after the run is not known")
         before = ' '.join(f'{v:.2f}' for v in self.before)
         after = ' '.join(f'{v:.2f}' for v in self.after)
-        quiet = 'quiet before' if self.before[0] <= QUIET_LOAD else f'NOT quiet before (1-min load > {QUIET_LOAD})'
-        return f"load average (1/5/15 min): before {before}, after {after}; {quiet}"
+        busy = f"busy cores (0.5 s sample) before {self.busy_before}, after {self.busy_after}"
+        quiet = 'quiet before' if (self.busy_before or 0) <= QUIET_BUSY else f'NOT quiet before (> {QUIET_BUSY} busy)'
+        return f"load average (1/5/15 min): before {before}, after {after}; {busy}; {quiet}"
 
     def as_dict(self) -> dict:
-        return dict(before=list(self.before), after=list(self.after) if self.after else None)
+        return dict(before=list(self.before), after=list(self.after) if self.after else None,
+                    busy_cores_before=self.busy_before, busy_cores_after=self.busy_after)
 
 
 def machine_line(found:dict|None=None) -> str:
