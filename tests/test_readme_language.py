@@ -79,7 +79,8 @@ def test_the_readme_states_the_layout_finding():
                   r"\(`sink-nb train --config lang-4x128 fixed_token=null`\), the smallest model's Sink₁ after "
                   r"([\d.]+)M tokens is ([^%]*) %, below 1 % in (\d+) of (\d+) seeds, where the same seeds with BOS "
                   r"first read ([^%]*) %\. Gu et al\.'s 60M model forms no sink \(Sink₁ < 1 %\) "
-                  r"with 100M tokens of data or fewer, read about 200 times over; these runs are not that manipulation", readme)
+                  r"with 100M tokens of data or fewer \(which the reference code's configs read about 200 times over: 20k steps of "
+                  r"about 1M tokens\); these runs are not that manipulation", readme)
     assert m, "the README has no sentence on the paper's layout"
     plan = json.loads(KNOBS.read_text())['plan']
     assert m[1] == f"{plan['knob_steps'] * plan['tokens_per_step'] / 1e6:.1f}"
