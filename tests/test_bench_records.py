@@ -17,7 +17,6 @@ RESULTS = ROOT / 'bench' / 'results'
 def test_each_text_file_names_machine_versions_and_load(path):
     text = path.read_text()
     assert record_problems(text) == [], path.name
-    assert 'busy cores (0.5 s sample) before' in text, f"{path.name}: no busy-core sample"
     assert text.startswith('$ python bench/'), f"{path.name} does not start with its command"
 
 
@@ -26,7 +25,6 @@ def test_each_json_file_records_them_too(path):
     found = json.loads(path.read_text())
     assert {'machine', 'versions', 'load'} <= set(found), path.name
     assert len(found['load']['before']) == 3 and len(found['load']['after']) == 3
-    assert {'busy_cores_before', 'busy_cores_after'} <= set(found['load']), path.name
 
 
 def test_a_file_without_its_load_is_caught():
