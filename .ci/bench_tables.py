@@ -93,7 +93,8 @@ def gpu(results:Path) -> str:
                 f"transformers, {t['sink_nb'] / t['litgpt']:.2f}× litgpt | `peers_train.json` |")
     rows.append(f"| `hf.measure_ids`, SmolLM2-135M's shape (random weights), bf16, T 8,192 | {long_row[2]} s against "
                 f"{long_row[1]} s for the forward ({long_row[3]}); {long_row[11]} GiB added at peak against "
-                f"{maps_text}; T 32,768 did not finish in the 60–80 s limit | `measure_long.txt` |")
+                f"{maps_text}; T 32,768 did not finish in the second call's 80 s limit (the first call stopped at "
+                "T 8,192 on a device error) | `measure_long.txt` |")
     rows.append(f"| `sink-nb train --config 60m-default vocab_size=4096`, {train[-1][0]} steps × 32 × 2048 "
                 f"({int(train[-1][1]) / 1e6:.1f}M tokens, about two passes over 3.2M tokens of experiment 10's Debian corpus) "
                 f"| val loss {float(train[0][4]):.3f} → {float(train[-1][4]):.3f}, Sink₁ "
