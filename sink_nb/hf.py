@@ -490,8 +490,8 @@ def probe_tokenizer(probe:str, tokenizer, model_or_id):
                           "vocab_size and bos_token_id), and its tokens are shown as ids", stacklevel=3)
             return None
         raise ValueError(f"{_source_name(model_or_id)}: {why}, and probe='natural' needs one to tokenize text: pass "
-                         "`tokenizer` (sink-nb: --tokenizer), or probe='random' or 'repeated', which need only the "
-                         "config's vocab_size and bos_token_id") from e
+                         "`tokenizer`, or use probe='random' or 'repeated' (sink-nb: --probe random), which need only "
+                         "the config's vocab_size and bos_token_id") from e
 
 def _source_name(model_or_id) -> str:
     return str(getattr(model_or_id, 'given', None) or model_or_id)
