@@ -156,13 +156,18 @@ class Output:
         return text
 
 
-MISSING = ('machine:', 'versions:', 'load average (1/5/15 min): before')
+HEADER_STARTS = ('machine:', 'versions:', 'load average (1/5/15 min): before')
 
 
-def record_problems(text:str) -> list[str]:
-    "What a results text file lacks of the three header lines (an empty list when it has them all)."
-    lines = text.splitlines()
-    return [f"no line starting {start!r}" for start in MISSING if not any(l.startswith(start) for l in lines)]
+def record_problems(text:str, command:str|None=None) -> list[str]:
+    """What a results text file lacks of the opening `Output.write` gives it: a `$ python bench/...` line (exactly
+    `$ COMMAND` when `command` is given), then the machine, versions and load lines, in that order. Empty: all there."""
+    lines = text.splitlines() + [''] * 4
+    first = f'$ {command}' if command else '$ python bench/'
+    opens = lines[0] == first if command else lines[0].startswith(first)
+    problems = [] if opens else [f"the first line is {lines[0][:80]!r}, not {first!r}"]
+    return problems + [f"no line starting {start!r}" for line, start in zip(lines[1:4], HEADER_STARTS)
+                       if not line.startswith(start)]
 
 
 if __name__ == '__main__':

@@ -6,28 +6,19 @@ minutes on the 2-core CPU) and with each optional cost (`--quantize`, `--evict`)
     python bench/report_time.py --out bench/results/report_time_cpu.txt
 
 Beside each setting: the cores other work kept busy in the 3 seconds before it (from /proc/stat), so a number from a
-busy machine says so. --out gets the command, the machine, the versions and the load average before the first report
-and after the last (`bench_env`), then the table.
+busy machine says so. --out gets the command, the machine, the versions and the load before the first report and after the
+last (`bench_env`), then the table.
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 
 from peer_env import smollm2_gguf                 # (bench/ is this script's folder)
-from bench_env import Output
+from bench_env import Output, busy_cores
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 SETTINGS = {'report (T 256, n 32)': [], '+ --quantize': ['--quantize'],
             '+ --evict (window 256, 1,024 tokens)': ['--evict']}
 
-
-def busy_cores(seconds:float=3.0) -> float|None:
-    "Cores busy over the next `seconds` (None where /proc/stat is missing): other work on the machine."
-    def snap():
-        fields = [int(x) for x in Path('/proc/stat').read_text().split('\n', 1)[0].split()[1:]]
-        return sum(fields), fields[3] + fields[4]                         # all jiffies, idle + iowait
-    if not Path('/proc/stat').exists(): return None
-    (t0, idle0), _, (t1, idle1) = snap(), time.sleep(seconds), snap()
-    return (1 - (idle1 - idle0) / max(t1 - t0, 1)) * os.cpu_count()
 
 
 def timed_report(model:Path, extra:list[str]) -> tuple[float, dict]:
@@ -51,7 +42,7 @@ def main(argv=None):
     out.say(f"sink-nb report {model.name}, float32 on CPU, {time.strftime('%Y-%m-%d')}")
     out.say(f"{'setting':<38} {'seconds (each run)':>24} {'best':>7} {'busy cores before':>18}  Sink_1")
     for name, extra in SETTINGS.items():
-        busy = busy_cores()
+        busy = busy_cores(3.0)
         runs = [timed_report(model, extra) for _ in range(args.repeats if not extra else 1)]
         each = ', '.join(f'{s:.1f}' for s, _ in runs)
         busy_text = 'n/a' if busy is None else f'{busy:.2f}'

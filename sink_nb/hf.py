@@ -484,17 +484,15 @@ def probe_tokenizer(probe:str, tokenizer, model_or_id):
     try: return load_tokenizer(tokenizer, model_or_id)
     except (OSError, ValueError, TypeError) as e:            # transformers' message for a missing one varies by version
         if tokenizer is not None: raise
+        name = getattr(model_or_id, 'given', model_or_id)               # a ModelSource, a path or a hub id
         why = f"no tokenizer loads from it ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
         if probe != 'natural':
-            warnings.warn(f"{_source_name(model_or_id)}: {why}; the {probe} probe needs none (ids from the config's "
+            warnings.warn(f"{name}: {why}; the {probe} probe needs none (ids from the config's "
                           "vocab_size and bos_token_id), and its tokens are shown as ids", stacklevel=3)
             return None
-        raise ValueError(f"{_source_name(model_or_id)}: {why}, and probe='natural' needs one to tokenize text: pass "
+        raise ValueError(f"{name}: {why}, and probe='natural' needs one to tokenize text: pass "
                          "`tokenizer`, or use probe='random' or 'repeated' (sink-nb: --probe random), which need only "
                          "the config's vocab_size and bos_token_id") from e
-
-def _source_name(model_or_id) -> str:
-    return str(getattr(model_or_id, 'given', None) or model_or_id)
 
 
 # %% ../nbs/18_hf.ipynb #88c2b604
@@ -527,7 +525,8 @@ def measure(
     meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    _check_T(config, T, allow_longer, eps, divisor); tok = probe_tokenizer(probe, tokenizer, model_or_id)
+    _check_T(config, T, allow_longer, eps, divisor)
+    tok = probe_tokenizer(probe, tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)
     model, tok, name = load_model(model_or_id, False if tok is None else tok, dtype, device, config=config)

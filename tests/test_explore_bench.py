@@ -4,14 +4,8 @@ import json, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def assert_opens_with(text:str, command:str):
-    "A results file's first four lines: its command, then bench_env's machine, versions and load before and after."
-    lines = text.splitlines()
-    assert lines[0] == f'$ {command}', lines[0]
-    starts = ('machine: ', 'versions: ', 'load average (1/5/15 min): before ')
-    assert all(line.startswith(start) for line, start in zip(lines[1:4], starts)), lines[1:4]
+sys.path.insert(0, str(ROOT / 'bench'))
+from bench_env import record_problems   # noqa: E402   the opening every results file has
 
 
 def test_explorer_latency_small(tmp_path):
@@ -26,5 +20,5 @@ def test_explorer_latency_small(tmp_path):
     assert [r['control'] for r in rows] == ['layer', 'head', 'eps', 'k', 'sample', 'grid click']
     assert all(r['median_ms'] > 0 and r['spec_kib'] > 0 for r in rows)
     text = (tmp_path / 'lat.txt').read_text()
-    assert_opens_with(text, 'python bench/explorer_latency.py ' + ' '.join(args))
+    assert record_problems(text, 'python bench/explorer_latency.py ' + ' '.join(args)) == []
     assert text.endswith(out.stdout)                             # the table as printed, after the header

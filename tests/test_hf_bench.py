@@ -4,14 +4,8 @@ import json, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def assert_opens_with(text:str, command:str):
-    "A results file's first four lines: its command, then bench_env's machine, versions and load before and after."
-    lines = text.splitlines()
-    assert lines[0] == f'$ {command}', lines[0]
-    starts = ('machine: ', 'versions: ', 'load average (1/5/15 min): before ')
-    assert all(line.startswith(start) for line, start in zip(lines[1:4], starts)), lines[1:4]
+sys.path.insert(0, str(ROOT / 'bench'))
+from bench_env import record_problems   # noqa: E402   the opening every results file has
 
 
 def test_measure_vs_reference_small(tmp_path):
@@ -21,7 +15,7 @@ def test_measure_vs_reference_small(tmp_path):
     assert out.returncode == 0, out.stderr
     assert 'time ratio' in out.stdout and 'mem ratio' in out.stdout
     text = (tmp_path / 'table.txt').read_text()
-    assert_opens_with(text, 'python bench/measure_vs_reference.py ' + ' '.join(args))
+    assert record_problems(text, 'python bench/measure_vs_reference.py ' + ' '.join(args)) == []
     assert text.endswith(out.stdout)                             # the table as printed, after the header
     found = json.loads((tmp_path / 'rows.json').read_text())
     assert {'command', 'machine', 'versions', 'load'} <= set(found) and len(found['load']['after']) == 3
@@ -39,7 +33,7 @@ def test_long_context_small(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert 'eager/added' in out.stdout
-    assert_opens_with((tmp_path / 'table.txt').read_text(), 'python bench/long_context.py ' + ' '.join(args))
+    assert record_problems((tmp_path / 'table.txt').read_text(), 'python bench/long_context.py ' + ' '.join(args)) == []
     found = json.loads((tmp_path / 'rows.json').read_text())
     assert {'command', 'machine', 'versions', 'load'} <= set(found)
     (row,) = found['rows']

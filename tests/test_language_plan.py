@@ -6,12 +6,12 @@ import hashlib, importlib.util, json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
+from _git import git
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / 'bench' / 'language_plan.py'
 PLAN_FILE = ROOT / 'bench' / 'plans' / 'language-2x2.json'
 PAPER = ROOT.parent / 'shared' / 'paper.md'            # beside the checkout here; absent in CI
-COMMITTED = '2026-01-01T12:00:00+00:00'                # the throwaway plan commit's committer time
 
 
 def language_plan():
@@ -82,12 +82,6 @@ def test_the_jobs_go_stage_by_stage_and_seed_major(plan, tmp_path):
     assert first[1]['folder'] == str(tmp_path / 'nobos-softmax' / 'seed100')
     assert [j['steps'] for j in jobs[-60:]] == [12500] * 60
 
-
-def git(repo:Path, *args:str) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@t', GIT_COMMITTER_NAME='t',
-               GIT_COMMITTER_EMAIL='t@t', GIT_AUTHOR_DATE=COMMITTED, GIT_COMMITTER_DATE=COMMITTED)
-    return subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True, env=env,
-                          check=True).stdout.strip()
 
 
 @pytest.fixture

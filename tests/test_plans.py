@@ -2,7 +2,7 @@
 `plan_git.results_problems` (each run started after the commit that fixed the plan, whose file is the one recorded and
 has not changed since); the check fails on planted cases built in a throwaway git repository; experiment 06's
 confirmation files name their plan; and `bench/mitigations_confirm.py train` refuses a plan git cannot date."""
-import hashlib, importlib.util, json, os, subprocess, sys
+import hashlib, importlib.util, json, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
 from plan_git import results_problems  # noqa: E402
-
-COMMITTED = '2026-01-01T12:00:00+00:00'
+from _git import git  # noqa: E402
 
 
 def results_files() -> list[Path]:
@@ -54,12 +53,6 @@ def test_experiment_06s_confirmation_files_name_their_plan_and_every_run():
         assert runs == {(n, s) for n in plan['mitigations'] for s in data['seeds']}, 'a run is missing its start time'
         assert {(r['mitigation'], r['seed']) for r in data['rows']} == runs
 
-
-def git(repo:Path, *args:str, when:str=COMMITTED) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@t', GIT_COMMITTER_NAME='t',
-               GIT_COMMITTER_EMAIL='t@t', GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
-    return subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True, env=env,
-                          check=True).stdout.strip()
 
 
 @pytest.fixture
