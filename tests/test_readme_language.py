@@ -10,44 +10,76 @@ SERIES, KNOBS = RESULTS / 'language_series_gpu.json', RESULTS / 'language_knobs_
 PAPER = ROOT.parent / 'shared' / 'paper.md'            # beside the checkout here; absent in CI
 
 
-def onsets_and_values(config:str, millions:str|None=None) -> tuple[list[int|None], list[float]]:
-    """Per seed of `config`: the tokens of Sink₁'s onset as experiment 10 reads it (`Trajectory.onsets`, None: none yet),
-    and Sink₁ at the checkpoint whose tokens read `millions` (as '73.7'; none asked: no values)."""
-    from sink_nb.trajectory import Trajectory
+def logged(config:str) -> list[dict]:
+    """Per seed of `config`, from the run's log (Sink₁ every 250 steps on the checkpoints' probe): the tokens where Sink₁
+    first reaches 10 % (None: never), the peak and its step, the last evaluation's Sink₁ and step."""
     runs = sorted((r for r in json.loads(SERIES.read_text())['runs'] if r['config'] == config), key=lambda r: r['seed'])
-    onsets = [next(o['tokens'] for o in Trajectory(r['trajectory'], r['meta']).onsets() if o['statistic'] == 'sink1')
-              for r in runs]
-    values = [] if millions is None else [next(t['sink1'] for t in r['trajectory'] if f"{t['tokens'] / 1e6:.1f}" == millions)
-                                          for r in runs]
-    return onsets, values
+    out = []
+    for r in runs:
+        ev = r['evaluations']
+        top = max(ev, key=lambda e: e['sink1'])                        # the first evaluation reaching the peak
+        out.append(dict(onset=next((e['tokens'] for e in ev if e['sink1'] >= 10), None), peak=top['sink1'],
+                        peak_step=top['step'], final=ev[-1]['sink1'], last_step=ev[-1]['step'], last_tokens=ev[-1]['tokens']))
+    return out
 
 
-def check_onsets(m, config:str):
-    "The seeds count, the last onset and each onset in the README's match (`m`: a match of its sentence on `config`)."
+said = lambda values: ', '.join(values[:-1]) + f' and {values[-1]}'
+
+
+def check_onsets(m, config:str) -> list[dict]:
+    "The README's onsets of `config` (`m[1]`: '14.3M, 14.3M and 10.2M') are its logs', every seed reaching 10 %."
     assert m, f'the README has no sentence on {config}'
-    onsets, _ = onsets_and_values(config)
-    reached = [o for o in onsets if o is not None]
-    assert (int(m[1]), int(m[2])) == (len(reached), len(onsets)) and m[3] == f'{max(reached) / 1e6:.1f}'
-    assert m[4] == ', '.join(f'{o / 1e6:.1f}M' for o in reached[:-1]) + f' and {reached[-1] / 1e6:.1f}M'
+    runs = logged(config)
+    assert all(r['onset'] is not None for r in runs) and len(runs) == 3
+    assert m[1] == said([f"{r['onset'] / 1e6:.1f}M" for r in runs])
+    return runs
 
 
-def test_the_readme_states_lang_4x128s_onsets_and_its_sink_at_the_end():
-    m = re.search(r'passes Sink₁ 10 % in (\d+) of (\d+) seeds by the checkpoint at ([\d.]+)M tokens \(checkpoints 8\.2M tokens '
-                  r'apart; first past 10 % at ([^)]*)\) and stands at ([^%]*) % '
-                  r'after ([\d.]+)M', (ROOT / 'README.md').read_text())
-    check_onsets(m, 'lang-4x128')
-    _, values = onsets_and_values('lang-4x128', m[6])
-    assert m[5] == ', '.join(f'{v:.1f}' for v in values[:-1]) + f' and {values[-1]:.1f}'
+def test_the_readme_names_the_logs_grid():
+    readme = (ROOT / 'README.md').read_text()
+    m = re.search(r"the smallest model tried, 4 layers of width 128 with 2\.1M parameters \([^)]*\), reaches Sink₁ 10 % "
+                  r"in (\d+) of (\d+) seeds\. Read on the runs' logs, which measure Sink₁ every (\d+) steps "
+                  r"\(([\d.]+)M tokens apart\)", readme)
+    assert m, "the README does not say which grid its onsets are read on"
+    runs = json.loads(SERIES.read_text())['runs']
+    gaps = {b['step'] - a['step'] for r in runs for a, b in zip(r['evaluations'], r['evaluations'][1:])}
+    assert gaps == {int(m[3])} and m[4] == f"{int(m[3]) * json.loads(SERIES.read_text())['plan']['tokens_per_step'] / 1e6:.2f}"
+    assert (int(m[1]), int(m[2])) == (3, 3)
+    for r in runs:                            # the logs' Sink₁ is the checkpoints' where both exist
+        at = {e['step']: e['sink1'] for e in r['evaluations']}
+        assert all(abs(t['sink1'] - at[t['step']]) < 0.01 for t in r['trajectory'] if t['step'] in at)
 
 
-def test_the_readme_states_lang_6x128s_onsets():
-    check_onsets(re.search(r'So does the next size, 6 layers of width 128, in (\d+) of (\d+) seeds by the checkpoint at '
-                           r'([\d.]+)M tokens \(checkpoints 8\.2M tokens apart; first past 10 % at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x128')
+def test_the_readme_states_lang_4x128s_onsets_peaks_and_end():
+    m = re.search(r'it first reaches 10 % at ([^)]*?) tokens, peaks at ([^;]*?), and ends its log at step ([\d,]+) '
+                  r'\(([\d.]+)M tokens\) at ([^%]*) %\.', (ROOT / 'README.md').read_text())
+    runs = check_onsets(m, 'lang-4x128')
+    assert m[2] == said([f"{r['peak']:.1f} % (step {r['peak_step']:,})" for r in runs])
+    assert {r['last_step'] for r in runs} == {int(m[3].replace(',', ''))}
+    assert m[4] == f"{runs[0]['last_tokens'] / 1e6:.1f}" and m[5] == said([f"{r['final']:.1f}" for r in runs])
 
 
-def test_the_readme_states_lang_6x192s_onsets():
-    check_onsets(re.search(r'and the largest, 6 layers of width 192, in (\d+) of (\d+) seeds by the checkpoint at '
-                           r'([\d.]+)M tokens \(checkpoints 8\.2M tokens apart; first past 10 % at ([^)]*)\)', (ROOT / 'README.md').read_text()), 'lang-6x192')
+def test_the_readme_states_lang_6x128s_onsets_peaks_and_end():
+    m = re.search(r'So does the next size, 6 layers of width 128, in 3 of 3 seeds: first at ([^;]*?) tokens, peaks at '
+                  r'(.*?), and at its log\'s end ([^%]*) % \(steps ([^)]*)\);', (ROOT / 'README.md').read_text())
+    runs = check_onsets(m, 'lang-6x128')
+    assert m[2] == said([f"{r['peak']:.1f} % (step {r['peak_step']:,})" for r in runs])
+    assert m[3] == said([f"{r['final']:.1f}" for r in runs]) and m[4] == said([f"{r['last_step']:,}" for r in runs])
+
+
+def test_the_readme_states_lang_6x192s_onsets_and_end_at_its_peak():
+    m = re.search(r'and the largest, 6 layers of width 192, in 3 of 3 seeds: first at ([^;]*?) tokens, and at its log\'s '
+                  r'end ([^%]*) % \(steps ([^)]*)\), each its peak\.', (ROOT / 'README.md').read_text())
+    runs = check_onsets(m, 'lang-6x192')
+    assert m[2] == said([f"{r['final']:.1f}" for r in runs]) and m[3] == said([f"{r['last_step']:,}" for r in runs])
+    assert all(r['final'] == r['peak'] for r in runs)
+
+
+def test_the_readme_says_the_cpu_files_are_not_its_numbers():
+    readme = (ROOT / 'README.md').read_text()
+    for name in ('language_series_cpu.json', 'language_knobs_cpu.json'):
+        assert (RESULTS / name).is_file() and f'`{name}`' in readme
+    assert 'are not used here — `bench/results/gpu/README.md` says why the series was re-run on the GPU' in readme
 
 
 def knob_directions(names:list[str], step:int) -> dict[str, tuple[int, int, int]]:
@@ -95,7 +127,8 @@ def test_the_readme_states_the_layout_finding():
 def test_the_readme_states_the_knobs_directions_at_the_knob_step():
     readme = (ROOT / 'README.md').read_text()
     m = re.search(r'At the same size and step with BOS first, sigmoid attention without normalisation gives a lower '
-                  r'Sink₁ than the same seed\'s base run in (\d+) of (\d+) seeds, a smaller learning rate and a larger '
+                  r'Sink₁ than the same seed\'s base run in (\d+) of (\d+) seeds \(its Sink₁ is a proxy rate, on A/ΣA as '
+                  r'the paper measures sigmoid, and reads 0\.0 % at every evaluation\), a smaller learning rate and a larger '
                   r'weight decay a higher one in (\d+) of (\d+)\. Three seeds cannot resolve a direction \(the '
                   r'smallest two-sided p is ([\d.]+)\)', readme)
     assert m, 'the README has no sentence on the knobs'
@@ -104,6 +137,9 @@ def test_the_readme_states_the_knobs_directions_at_the_knob_step():
     assert d['sigmoid'][0] == int(m[1]) and d['sigmoid'][2] == int(m[2])
     assert d['lr-0.003'][1] == d['wd-0.5'][1] == int(m[3]) and d['lr-0.003'][2] == d['wd-0.5'][2] == int(m[4])
     assert float(m[5]) == 2 ** (1 - int(m[2])), 'a two-sided sign-flip test of n paired seeds goes no lower than 2/2^n'
+    sigmoid = [e['sink1'] for r in json.loads(KNOBS.read_text())['runs'] if r['name'].startswith('sigmoid-seed')
+               for e in r['evaluations']]
+    assert sigmoid and set(sigmoid) == {0.0}, 'the README says the sigmoid runs read 0.0 % at every evaluation'
 
 
 def test_the_readme_names_the_planned_2x2_and_its_plan_exists():
