@@ -134,14 +134,18 @@ def _measure_table(res, eps:float, head_stats=()) -> str:
     "Sink_1 and mean α₁ per layer, the massive-activation ratio, and one column per head statistic, explained below."
     import pandas as pd
     from sink_nb.head_stats import head_stat_column
-    per_layer = res.rate(1, eps, by='layer')
+    per_layer, legend = res.rate(1, eps, by='layer'), []
     a1 = res.alpha[..., res.n_slots]
     table = pd.DataFrame({'layer': list(range(res.L)) + ['all'], 'sink1': per_layer.tolist() + [res.rate(1, eps)],
                           'mean_alpha1': a1.mean((0, 2)).tolist() + [a1.mean().item()]})
+    if res.n_slots:                              # the key slot (a learned sink logit): Sink* and its mean α
+        table['sink_star'] = res.slot_rate(eps, by='layer').tolist() + [res.slot_rate(eps)]
+        table['mean_alpha_star'] = res.alpha[..., 0].mean((0, 2)).tolist() + [res.alpha[..., 0].mean().item()]
+        what = res.metadata.get('slot', 'slot 0')
+        legend.append(f"sink_star, mean_alpha_star: Sink* and mean α of the key slot ({what})")
     if 'massive_ratio' in res.stats:
         ratio = res.stats['massive_ratio'][:, 1:].mean(0)                        # blocks' outputs, sample mean
         table['massive_ratio'] = ratio.tolist() + [ratio.mean().item()]
-    legend = []
     for name in head_stats:                      # one number per head: 16 distances' shares add up to one share
         column, values, what = head_stat_column(name, res.stats[name])
         table[column] = _per_layer(values) + [values.float().nanmean().item()]
@@ -172,9 +176,11 @@ def run_measure(args) -> dict:
           f", T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, route={md['route']}")
     print(_measure_table(res, args.eps, args.stats))
     summary = dict(model=res.name, probe=args.probe, T=res.T, N=res.N, skipped=md['skipped'],
-                   sink_rate=res.rate(1, args.eps), route=md['route'], seconds=md['seconds'],
+                   sink_rate=res.rate(1, args.eps), sink_star=res.slot_rate(args.eps) if res.n_slots else None,
+                   route=md['route'], seconds=md['seconds'],
                    head_stats={s: _per_layer(head_stat_column(s, res.stats[s])[1]) for s in args.stats})
     print(f"Sink_1 = {summary['sink_rate']:.2f}%  ({md['route']}: {md['route_reason']}; {md['seconds']:.1f} s)")
+    if res.n_slots: print(f"Sink* = {summary['sink_star']:.2f}%  (the key slot: {md.get('slot', 'slot 0')})")
     if args.out: print(f"wrote {res.save(args.out)}")
     return summary
 

@@ -115,7 +115,8 @@ def note_view(text:str) -> tuple:
     return _frozen(chart) + ({},)
 
 # %% ../nbs/25_explore.ipynb #d6b15e00
-_LABEL_COLOURS = dict(zip(HEAD_LABELS, ('#d62728', '#9467bd', '#2ca02c', '#c7c7c7')))
+_PALETTE = ('#d62728', '#9467bd', '#ff7f0e', '#2ca02c', '#c7c7c7', '#1f77b4', '#8c564b', '#e377c2', '#17becf')
+_LABEL_COLOURS = dict(zip(HEAD_LABELS, _PALETTE))        # in HEAD_LABELS' order: sink red … broad grey
 
 @lru_cache(maxsize=32)
 def _grid_template(L:int, H:int, cell:int, labels:bool=False, outlined:bool=True, dotted:bool=True) -> tuple:

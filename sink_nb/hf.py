@@ -19,21 +19,22 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import DIVISORS, NORMALIZERS, attention_weights, check_probe_length, visible
+from .attention import (DIVISORS, NORMALIZERS, AttentionSpec, attend, attention_weights, check_probe_length,
+                               visible)
 from .checks import (check_bool, check_choice, check_device, check_eps, check_int, check_token_ids, eval_mode,
                             grad_off, interrupt_safe, without_grad)
 from .data import PROBES
-from .hf_load import (OPEN_MODELS, check_length, check_texts, layer_windows, load_config, load_model, load_tokenizer,
-                             model_probe, resolve_model)
+from .hf_load import (OPEN_MODELS, check_length, check_texts, layer_windows, load_config, load_model,
+                             model_probe, probe_tokenizer, resolve_model, window_problem)
 from .head_stats import select_head_stats
 from .metrics import SinkMeter, attention_with_lse, meter_batches
-from .results import SinkResult, key_problems
+from .results import SinkResult
 from .model import SinkLM, name_filter
 
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
-           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'check_windows_seen', 'measure_ids',
-           'window_problem', 'probe_tokenizer', 'measure', 'measure_many']
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'check_windows_seen', 'measure_ids', 'measure',
+           'measure_many']
 
 # %% ../nbs/18_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -43,9 +44,10 @@ def check_route(route:str) -> str:
     return check_choice(route, 'route', ROUTES)
 
 # %% ../nbs/18_hf.ipynb #6ee1c9f6
-_IMPL = 'sink_nb_sdpa'
+_IMPL = 'sink_nb_tap'                  # no 'sdpa' in it: transformers would demand sdpa support
 _ACTIVE: list = []                     # the taps of the passes running now (innermost last)
-_SCORE_CHANGERS = ('s_aux', 'sinks', 'softcap', 'position_bias')   # kwargs that alter the scores: α needs eager
+_SCORE_CHANGERS = ('sinks', 'softcap', 'position_bias')   # kwargs that alter the scores: α needs eager
+_SINK = 's_aux'                        # a learned sink logit per query head (GPT-OSS): measured as a key slot
 
 class Unsupported(Exception):
     "This attention call cannot be measured in chunks (or edited) faithfully; measure it with eager attention."
@@ -81,8 +83,10 @@ def _block_index(blocks:nn.ModuleList|None) -> dict[nn.Module, int]:
 # %% ../nbs/18_hf.ipynb #fa709e8f
 class _Tap:
     "Hands the q, k and v of every attention call to `emit` under its layer's hook names; holds the pass's edit plan."
-    def __init__(self, blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool], edit:EditPlan|None=None):
+    def __init__(self, blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str], bool], edit:EditPlan|None=None,
+                 sdpa:bool=True):
         self.emit, self.wants, self.edit, self.alpha_options, self._rules = emit, wants, edit, {}, {}
+        self.sdpa = sdpa                 # does the model's class declare sdpa support (GPT-OSS: no, its sink logit)
         self._layer_of = _block_index(blocks)
 
     def layer(self, module:nn.Module) -> int:
@@ -112,8 +116,11 @@ def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, 
     if q.shape[2] != k.shape[2]:
         raise Unsupported("queries and keys of different lengths (a KV cache or cross-attention)")
     if bad := [n for n in _SCORE_CHANGERS if kwargs.get(n) is not None]: raise Unsupported(f"attention with {bad}")
+    if not self.sdpa and _SINK not in kwargs:
+        raise Unsupported("its class declares no sdpa support and its attention call passes no learned sink logit "
+                          f"(`{_SINK}`), the one difference from sdpa a chunked pass computes")
     l = self.layer(module)
-    self.alpha_options[l] = self._read_options(module, mask, q.shape[2], kwargs)
+    self.alpha_options[l] = self._read_options(module, mask, q.shape[2], kwargs) | self._sink_option(l, q, kwargs)
     ran = self._attend_with_lse(l, module, q, k, v, mask, kwargs)
     for what, x in (('q', q), ('k', k), ('v', v)):
         if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.alpha_options[l])
@@ -124,10 +131,28 @@ def _attend_with_lse(self:_Tap, l:int, module, q:Tensor, k:Tensor, v:Tensor, mas
     "Run a plain softmax call through the CPU flash kernel and emit each row's log-sum-exp, when wanted: the output."
     o, edited = self.alpha_options[l], self.edit is not None and l in self.edit.by_layer
     if (not self.wants(name := f'blocks.{l}.attn.hook_lse') or edited or mask is not None or o['window']
-            or module.training or kwargs.get('dropout')): return None
+            or 'sink_logit' in o or module.training or kwargs.get('dropout')): return None
     ran = attention_with_lse(q, k, v, o['scale'], o['causal'])        # None unless float32 on CPU, equal head sizes
     if ran is not None: self.emit(name, ran[1], **o)                   # before q and k: α comes from it
     return None if ran is None else ran[0]
+
+# %% ../nbs/18_hf.ipynb #a1f5e006
+@patch
+def _sink_option(self:_Tap, l:int, q:Tensor, kwargs:dict) -> dict:
+    "{'sink_logit': (H,)} for a call with a learned sink logit, else {}; Unsupported where α could not hold it alike."
+    logit = kwargs.get(_SINK)
+    if logit is not None and tuple(logit.shape) != (q.shape[1],):
+        raise Unsupported(f"a learned sink logit `{_SINK}` of shape {tuple(logit.shape)}, not one per query head "
+                          f"({q.shape[1]},)")
+    earlier = next(iter(self.alpha_options.values()), None)             # layer l's own options are not set yet
+    if earlier is not None and ('sink_logit' in earlier) != (logit is not None):
+        raise Unsupported(f"a learned sink logit (`{_SINK}`) in some layers only: α has a slot in every layer or none")
+    if logit is not None and self.edit is not None and self.edit.scores is not None and l in self.edit.by_layer:
+        raise Unsupported(f"editing the scores of layer {l}, whose rows also hold a learned sink logit")
+    if logit is not None and kwargs.get('dropout'):
+        raise Unsupported(f"dropout {kwargs['dropout']} with a learned sink logit")
+    return {} if logit is None else {'sink_logit': logit.detach()}
+
 
 # %% ../nbs/18_hf.ipynb #5947ef3c
 @dataclass
@@ -151,14 +176,25 @@ def _edited_attention(q:Tensor, k:Tensor, v:Tensor, heads:list[int], edit:Callab
 def _sink_sdpa(module, query, key, value, attention_mask, **kwargs):
     "sdpa, with q, k and v handed to the active pass's tap first, and the heads its edit plan names edited."
     tap = _ACTIVE[-1] if _ACTIVE else None
+    if tap is None and kwargs.get(_SINK) is not None:
+        raise ValueError(f"`{_IMPL}` runs attention with a learned sink logit (`{_SINK}`) only inside a sink_nb pass, "
+                         f"which reads the mask first: give the model of {type(module).__name__} its own attention")
     layer, ran = tap(module, query, key, value, attention_mask, kwargs) if tap is not None else (None, None)
     heads = tap.edit.by_layer.get(layer) if tap is not None and tap.edit is not None else None
     if heads and tap.edit.scores is not None:
         return _edited_attention(query, key, value, heads, tap.edit.scores, **tap.alpha_options[layer])
     if ran is not None: out, w = ran.transpose(1, 2).contiguous(), None               # the tap ran it: (B, T, H, d_v)
+    elif layer is not None and 'sink_logit' in tap.alpha_options[layer]:
+        out, w = _attention_with_sink(query, key, value, **tap.alpha_options[layer]), None
     else: out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)   # (B, T, H, d_v)
     if heads: out = out.clone(); out[:, :, heads] = 0.
     return out, w
+
+def _attention_with_sink(q:Tensor, k:Tensor, v:Tensor, sink_logit:Tensor, causal:bool=True, window:int|None=None,
+                         scale:float|None=None) -> Tensor:
+    "Attention whose rows also hold a learned sink logit (zero value), in chunks of query rows: (B, T, H, d_v)."
+    spec = AttentionSpec(causal=causal, window=window, scale=scale)
+    return attend(q, k, v, spec, sink_logit=sink_logit, backend='chunked')[0].transpose(1, 2).contiguous()
 
 AttentionInterface.register(_IMPL, _sink_sdpa)
 AttentionMaskInterface.register(_IMPL, sdpa_mask)
@@ -175,15 +211,14 @@ def _attn_implementation(model, name:str):
 
 @interrupt_safe
 def _active(tap:_Tap):
-    "Make `tap` the one `sink_nb_sdpa` hands its calls to, within the block."
+    "Make `tap` the one `sink_nb_tap` hands its calls to, within the block."
     _ACTIVE.append(tap)
     try: yield tap
     finally: _ACTIVE.remove(tap)
 
 def can_route_qk(model) -> bool:
-    "Does the model's code call attention through the AttentionInterface (so it can run `sink_nb_sdpa`)?"
-    return bool(getattr(model, '_supports_attention_backend', False) and getattr(model, '_supports_sdpa', False)
-                and model._can_set_attn_implementation())
+    "Does the model's code call attention through the AttentionInterface (so it can run `sink_nb_tap`)?"
+    return bool(getattr(model, '_supports_attention_backend', False) and model._can_set_attn_implementation())
 
 # %% ../nbs/18_hf.ipynb #a9a97ea7
 def _first_tensor(args, kwargs) -> Tensor:
@@ -223,9 +258,9 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
 
 def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
             ) -> tuple[object, dict]:
-    "Forward under `sink_nb_sdpa`, emitting q, k, v and the residual stream: the output and each layer's α options."
+    "Forward under `sink_nb_tap`, emitting q, k, v and the residual stream: the output and each layer's α options."
     blocks = _transformer_blocks(model); _warn_no_blocks(model, blocks, wants)
-    tap = _Tap(blocks, emit, wants, edit)
+    tap = _Tap(blocks, emit, wants, edit, sdpa=bool(getattr(model, '_supports_sdpa', False)))
     with _attn_implementation(model, _IMPL), _active(tap), _block_hooks(blocks, emit, wants):
         out = _call(model, ids, base)
     if not tap.alpha_options:
@@ -243,6 +278,14 @@ def _check_within(a:Tensor, window:int|None, layer:int, model):
                          "config declares: which keys a query sees, and so what α of the first key can reach, is "
                          "unknown")
 
+# %% ../nbs/18_hf.ipynb #a1f5e007
+def _learned_sinks(model) -> list[bool]:
+    "Per block: does its attention hold a learned sink logit per head (a parameter `sinks` of shape (H,), GPT-OSS)?"
+    blocks, H = _transformer_blocks(model), getattr(model.config.get_text_config(), 'num_attention_heads', None)
+    has = lambda b: any(n.rsplit('.', 1)[-1] == 'sinks' and p.shape == (H,) for n, p in b.named_parameters())
+    return [has(b) for b in blocks] if blocks is not None else []
+
+
 # %% ../nbs/18_hf.ipynb #027b4a5f
 def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     "Forward with eager attention, emitting each layer's weights (hook_pattern) and the residual stream: the output."
@@ -252,11 +295,16 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     if not out.attentions or any(a is None for a in out.attentions):
         raise ValueError(f"{type(model).__name__} returned no attention weights with output_attentions=True")
     windows = layer_windows(model.config)                   # the weights hold the window; α's divisor needs it said
+    slotted = _learned_sinks(model)
+    if any(slotted) and not all(slotted): warnings.warn(f"{type(model).__name__} has a learned sink logit in some "
+                                                        "layers only: α has no slot for it", stacklevel=4)
     for l, a in enumerate(out.attentions):                                               # (B, H, T, T) each
         causal = bool((a.triu(1) == 0).all())
         window = windows[l] if causal and l < len(windows) else None
         if wants(name := f'blocks.{l}.attn.hook_pattern'):
-            _check_within(a, window, l, model); emit(name, a, causal=causal, window=window)
+            _check_within(a, window, l, model)
+            if slotted and all(slotted): a = torch.cat([1 - a.sum(-1, keepdim=True), a], -1)   # the sink's share
+            emit(name, a, causal=causal, window=window)
     return out
 
 # %% ../nbs/18_hf.ipynb #86d9c462
@@ -326,6 +374,8 @@ def run_with_hooks(
     if taken == 'qk':
         try:
             out, alpha_options = _qk_pass(model, ids, hook, wants, base, edit)
+            if any('sink_logit' in o for o in alpha_options.values()):
+                reason += f"; its learned sink logits (`{_SINK}`) are a key slot, position 0 of α (Sink*)"
             return Pass(out, hook, taken, reason, alpha_options)
         except Unsupported as e: (taken, reason), hook = _fallback(model, route, str(e), wants, edit), new_hook()
     return Pass(_eager(model, ids, hook, wants, base), hook, taken, reason, {})
@@ -447,53 +497,33 @@ def measure_ids(
 # %% ../nbs/18_hf.ipynb #2195c984
 _HIDDEN = 'residual stream before the final norm: input of block 0, output of each block'
 
-def _metadata(model, info:dict, **extra) -> dict:
-    "The probe's record, the model's class, dtype, device and sliding windows (None: no layer has one), and `extra`."
+_SLOT = f"a learned sink logit per head (`{_SINK}`), zero value"
+
+def _metadata(model, info:dict, n_slots:int=0, **extra) -> dict:
+    "The probe's record, the model's class, dtype, device, sliding windows (None: none) and slot, and `extra`."
     p, windows = next(model.parameters()), layer_windows(model.config)
     own = dict(model_class=type(model).__name__, dtype=str(p.dtype).removeprefix('torch.'), device=str(p.device),
                window=windows if any(w is not None for w in windows) else None)
-    return info | own | extra
+    return info | own | ({'slot': _SLOT} if n_slots else {}) | extra
 
 def _check_flags(**flags):
     "Each flag True or False (`add_bos` may also be None)."
     for name, v in flags.items(): check_bool(v, name, allow_none=name == 'add_bos')
 
 # %% ../nbs/18_hf.ipynb #0861f1a6
-def _check_probe(probe, route, device, texts, eps, n, seed, T) -> tuple[float, int, int, int]:
-    "`measure`'s probe arguments checked: eps, n, seed, and a T at which Sink_1 can tell a sink from chance."
+def _check_probe(probe, route, device, texts, eps, n, seed, T, batch_size) -> tuple[float, int, int, int, int]:
+    "`measure`'s probe arguments checked: eps, n, seed, a T at which Sink_1 can tell a sink from chance, batch_size."
     check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
     eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
-    return eps, n, seed, check_probe_length(check_int(T, 'T', 2), eps)
+    T = check_probe_length(check_int(T, 'T', 2), eps)
+    batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
+    return eps, n, seed, T, batch_size
 
 # %% ../nbs/18_hf.ipynb #6651d014
-def window_problem(config, T:int, eps:float=0.3, divisor:str='reference') -> str|None:
-    "Why Sink_1 at T tokens would say nothing about a model with this config (its windows cap it, or chance passes ε)."
-    why = key_problems(T, layer_windows(config), divisor=divisor, eps=eps).get(1)
-    return why and f"Sink_1 at T = {T} would say nothing about the model: {why}"
-
 def _check_T(config, T:int, allow_longer:bool, eps:float, divisor:str):
     "T within the model's positions, and Sink_1 at T able to vary under its windows: refused before the weights load."
     check_length(config, T, allow_longer)
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
-
-# %% ../nbs/18_hf.ipynb #666fd79d
-def probe_tokenizer(probe:str, tokenizer, model_or_id):
-    """The tokenizer `probe` needs. Random and repeated ids need none — the config gives the vocabulary and BOS — so a
-    model whose folder has no tokenizer measures them (a warning says why its tokens are ids); natural text needs one,
-    and its absence is an error saying what to pass instead. A tokenizer the caller named must load."""
-    try: return load_tokenizer(tokenizer, model_or_id)
-    except (OSError, ValueError, TypeError) as e:            # transformers' message for a missing one varies by version
-        if tokenizer is not None: raise
-        name = getattr(model_or_id, 'given', model_or_id)               # a ModelSource, a path or a hub id
-        why = f"no tokenizer loads from it ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
-        if probe != 'natural':
-            warnings.warn(f"{name}: {why}; the {probe} probe needs none (ids from the config's "
-                          "vocab_size and bos_token_id), and its tokens are shown as ids", stacklevel=3)
-            return None
-        raise ValueError(f"{name}: {why}, and probe='natural' needs one to tokenize text: pass "
-                         "`tokenizer`, or use probe='random' or 'repeated' (sink-nb: --probe random), which need only "
-                         "the config's vocab_size and bos_token_id") from e
-
 
 # %% ../nbs/18_hf.ipynb #88c2b604
 def measure(
@@ -519,8 +549,7 @@ def measure(
     divisor:str='reference',      # α's divisor (`metrics.importance`): T - j, or the queries that see the key
 ) -> SinkResult:
     "Sink_k^ε of a transformers model on one probe: α (N, L, H, T) from q and k in chunks where possible, else eager."
-    eps, n, seed, T = _check_probe(probe, route, device, texts, eps, n, seed, T)   # before anything loads
-    batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
+    eps, n, seed, T, batch_size = _check_probe(probe, route, device, texts, eps, n, seed, T, batch_size)
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
     meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
@@ -532,10 +561,11 @@ def measure(
     model, tok, name = load_model(model_or_id, False if tok is None else tok, dtype, device, config=config)
     alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, **meter)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
-    meta = _metadata(model, info, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size, seed=seed,
-                     allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3), divisor=divisor,
+    n_slots = alpha.shape[-1] - T                                        # 1: each layer's learned sink logit, slot 0
+    meta = _metadata(model, info, n_slots, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size,
+                     seed=seed, allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3), divisor=divisor,
                      hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
-    return SinkResult(alpha, tokens, name, metadata=meta, stats=stats, pattern=pattern_from_hf(model, ids, route=route))
+    return SinkResult(alpha, tokens, name, n_slots, meta, stats, pattern=pattern_from_hf(model, ids, route=route))
 
 # %% ../nbs/18_hf.ipynb #b90cbde9
 _MANY = ['model', 'family', 'params', 'probe', 'T', 'N', 'sink1', 'paper', 'route', 'seconds', 'status']

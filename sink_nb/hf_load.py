@@ -16,10 +16,11 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokeni
 from .checks import check_choice, check_device
 from .corpora import gguf_tokenizer, local_path
 from .data import probe_batch
+from .results import key_problems
 
 # %% auto #0
-__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_config', 'load_tokenizer', 'load_model', 'check_length',
-           'layer_windows', 'check_texts', 'model_probe']
+__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_config', 'load_tokenizer', 'load_model', 'probe_tokenizer',
+           'check_length', 'layer_windows', 'window_problem', 'check_texts', 'model_probe']
 
 # %% ../nbs/17_hf_load.ipynb #5106c36a
 class ModelSource(NamedTuple):
@@ -118,6 +119,25 @@ def load_model(
                          f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
     return model.to(device).eval(), load_tokenizer(tokenizer, model_or_id), name
 
+# %% ../nbs/17_hf_load.ipynb #666fd79d
+def probe_tokenizer(probe:str, tokenizer, model_or_id):
+    """The tokenizer `probe` needs. Random and repeated ids need none — the config gives the vocabulary and BOS — so a
+    model whose folder has no tokenizer measures them (a warning says why its tokens are ids); natural text needs one,
+    and its absence is an error saying what to pass instead. A tokenizer the caller named must load."""
+    try: return load_tokenizer(tokenizer, model_or_id)
+    except (OSError, ValueError, TypeError) as e:            # transformers' message for a missing one varies by version
+        if tokenizer is not None: raise
+        name = getattr(model_or_id, 'given', model_or_id)               # a ModelSource, a path or a hub id
+        why = f"no tokenizer loads from it ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
+        if probe != 'natural':
+            warnings.warn(f"{name}: {why}; the {probe} probe needs none (ids from the config's "
+                          "vocab_size and bos_token_id), and its tokens are shown as ids", stacklevel=3)
+            return None
+        raise ValueError(f"{name}: {why}, and probe='natural' needs one to tokenize text: pass "
+                         "`tokenizer`, or use probe='random' or 'repeated' (sink-nb: --probe random), which need only "
+                         "the config's vocab_size and bos_token_id") from e
+
+
 # %% ../nbs/17_hf_load.ipynb #db5ed575
 def check_length(config, T:int, allow_longer:bool):
     "T within the model's positions; past them only for a RoPE model and only when `allow_longer`."
@@ -151,6 +171,13 @@ def layer_windows(config) -> list[int|None]:
         raise ValueError(f"{type(c).__name__} declares {what}: sink_nb measures layers of 'full_attention' or "
                          "'sliding_attention' only, where a window says which keys each query sees")
     return [window if _WINDOWED[t] else None for t in types]
+
+# %% ../nbs/17_hf_load.ipynb #6651d014
+def window_problem(config, T:int, eps:float=0.3, divisor:str='reference') -> str|None:
+    "Why Sink_1 at T tokens would say nothing about a model with this config (its windows cap it, or chance passes ε)."
+    why = key_problems(T, layer_windows(config), divisor=divisor, eps=eps).get(1)
+    return why and f"Sink_1 at T = {T} would say nothing about the model: {why}"
+
 
 # %% ../nbs/17_hf_load.ipynb #57afb47d
 def check_texts(texts):

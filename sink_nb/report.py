@@ -47,8 +47,8 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
                 evict_length:int|None=None):
     """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
     (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
-    from sink_nb.hf import measure, window_problem                      # here: see the imports
-    from sink_nb.hf_load import check_length, load_config, load_model, resolve_model
+    from sink_nb.hf import measure                                      # here: see the imports
+    from sink_nb.hf_load import check_length, load_config, load_model, resolve_model, window_problem
     src = resolve_model(model)
     config = load_config(src)                                          # T checked before the weights load
     check_length(config, T, False)
@@ -100,9 +100,12 @@ def _measure_run(run:Run, T:int|None, n:int|None, divisor:str, dtype, device):
 
 # %% ../nbs/28_report.ipynb #bda2907c
 def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
-    "Sink₁ in percent overall and per layer, and the mean α₁ of every head (L lists of H)."
+    "Sink₁ in percent overall and per layer, the mean α₁ of every head (L lists of H); the same of a key slot, or None."
+    slot = None if not res.n_slots else dict(what=res.metadata.get('slot', 'slot 0'), sink_star=res.slot_rate(eps),
+                                              per_layer=res.slot_rate(eps, by='layer').tolist(),
+                                              alpha=res.alpha[..., 0].mean(0).tolist())
     return dict(sink1=float(res.rate(1, eps)), sink1_per_layer=res.rate(1, eps, by='layer').tolist(),
-                alpha1=res.alpha[..., res.n_slots].mean(0).tolist())
+                alpha1=res.alpha[..., res.n_slots].mean(0).tolist(), slot=slot)
 
 # %% ../nbs/28_report.ipynb #523bd148
 def head_taxonomy(res:SinkResult, eps:float=0.3, window:int=4) -> dict:
@@ -225,6 +228,9 @@ def report_charts(data:dict) -> dict:      # name -> altair chart: no annotation
     charts = {'sink1': (rate_chart(data['sink1_per_layer']), f"Sink₁ per layer (%), ε = {eps}"),
               'alpha': (grid_chart(alpha1, eps, selected=(st['layer'], st['head']), cell=_GRID_CELL),
                         'mean α₁ of every head (layer × head); dots: above ε; outlined: the strongest')}
+    if data['slot'] is not None:
+        charts['slot'] = (grid_chart(np.array(data['slot']['alpha'], dtype=float), eps, cell=_GRID_CELL),
+                          f"mean α of the key slot ({data['slot']['what']}) of every head; dots: above ε")
     if heads['labels'] is not None:
         charts['heads'] = (grid_chart(alpha1, eps, labels=np.array(heads['labels'], dtype=object), cell=_GRID_CELL),
                            f"head taxonomy ({', '.join(f'{k} {v}' for k, v in heads['counts'].items())})")
@@ -301,7 +307,11 @@ def report_page(data:dict, svgs:dict[str, str]) -> str:
     m, heads, line = data['measured'], data['heads'], html.escape(subject(data['measured']))
     parts = [f"<h1>Attention sinks in {html.escape(m['model'])}</h1>", _table(_what_was_measured(m)),
              f"<p><b>Sink₁ = {data['sink1']:.2f} %</b>: the share of (sample, layer, head) triples in which the first "
-             f"token's α, the mean attention it receives, is above ε = {m['eps']}.</p><p class=subject>{line}</p>"]
+             f"token's α, the mean attention it receives, is above ε = {m['eps']}.</p>"]
+    if data['slot'] is not None:
+        parts.append(f"<p><b>Sink* = {data['slot']['sink_star']:.2f} %</b>: the same share for the key slot every "
+                     f"query sees, {html.escape(data['slot']['what'])}.</p>")
+    parts.append(f"<p class=subject>{line}</p>")
     for name, svg in svgs.items():
         parts.append(f'<section id="{name}"><div class="chart">{svg}</div>')
         if name == 'heads':

@@ -159,11 +159,13 @@ def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> floa
 
 # %% ../nbs/04_results.ipynb #b6763c8b
 @patch
-def slot_rate(self:SinkResult, eps:float=0.3) -> float:
+def slot_rate(self:SinkResult, eps:float=0.3, by:str|None=None) -> float|Tensor:
     "Sink*: the rate on slot 0 (key bias, sink logit, softmax + 1 — or a sink token when there is no other slot)."
+    check_choice(by, 'by', _BY_DIMS)
     if not self.n_slots:
         raise ValueError(f"slot_rate needs a result with key slots; `n_slots` is 0 for {self.name or 'this result'}")
-    return sink_rate(self.alpha[..., :1], eps, 1)
+    slot, eps = self.alpha[..., :1], check_eps(eps)                                       # (N, L, H, 1)
+    return sink_rate(slot, eps, 1) if by is None else 100 * (slot > eps).double().mean(_BY_DIMS[by])[..., 0]
 
 # %% ../nbs/04_results.ipynb #02f6605a
 @patch
@@ -187,6 +189,7 @@ def to_frame(self:SinkResult) -> 'pd.DataFrame':
 
 # %% ../nbs/04_results.ipynb #c95ff214
 HEAD_LABELS = dict(sink='mean α₁ above ε', dormant='a sink whose first value and output are small',   # label: meaning
+                   slot="mean α of the key slot (a learned sink logit, key bias) above ε; the first token's not",
                    local='most attention within the last few keys', broad='none of the above')
 LABEL_STATS = ('head_v_norm', 'head_out_norm', 'near_share')   # what `heads` reads
 
@@ -196,8 +199,8 @@ def heads(self:SinkResult,
           window:int=4,         # local: the share of attention within the last `window` keys (1 to 16) ...
           local:float=0.5,      # ... above this
           dormant:float=0.5,    # dormant: a sink with ‖v₁‖ and ‖output‖ below this fraction of the layer's median
-          ) -> 'pd.DataFrame':  # layer, head, alpha1, v1_ratio, out_ratio, local_share, label
-    "Each (layer, head) labelled sink, dormant, local or broad, with the figures behind the label."
+          ) -> 'pd.DataFrame':  # layer, head, alpha1, (alpha_slot,) v1_ratio, out_ratio, local_share, label
+    "Each (layer, head) labelled sink, dormant, slot, local or broad, with the figures behind the label."
     import pandas as pd
     if missing := [s for s in LABEL_STATS if s not in self.stats]:
         raise ValueError(f"heads() needs the per-head statistics {missing}: measure with activations=True on a path "
@@ -211,9 +214,12 @@ def heads(self:SinkResult,
     out_ratio = out / out.median(1, keepdim=True).values
     alpha1, share = self.alpha[..., self.n_slots].mean(0), self.stats['near_share'].mean(0)[..., :window].sum(-1)
     sink, off = alpha1 > eps, (v1_ratio < dormant) & (out_ratio < dormant)
-    label = np.where(sink & off, 'dormant', np.where(sink, 'sink', np.where(share > local, 'local', 'broad')))
+    slot = self.alpha[..., 0].mean(0) if self.n_slots else torch.zeros_like(alpha1)    # the key slot's mean α
+    other = np.where(slot > eps, 'slot', np.where(share > local, 'local', 'broad'))
+    label = np.where(sink & off, 'dormant', np.where(sink, 'sink', other))
     layer, head = np.divmod(np.arange(self.L * self.H), self.H)
-    cols = dict(alpha1=alpha1, v1_ratio=v1_ratio, out_ratio=out_ratio, local_share=share)
+    cols = dict(alpha1=alpha1, **(dict(alpha_slot=slot) if self.n_slots else {}), v1_ratio=v1_ratio,
+                out_ratio=out_ratio, local_share=share)
     return pd.DataFrame(dict(layer=layer, head=head, **{c: x.flatten().numpy() for c, x in cols.items()},
                              label=label.ravel()))
 

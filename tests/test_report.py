@@ -19,7 +19,7 @@ def page_checks(out:Path, data:dict) -> str:
     "The page beside the JSON: one SVG per chart, no script, nothing fetched, every chart naming model and data."
     page = (out / 'report.html').read_text()
     svgs = re.findall(r'<svg.*?</svg>', page, re.S)
-    charts = 4 + (data['heads']['labels'] is not None)                  # Sink_1, α grid, norms, strongest (+ taxonomy)
+    charts = 4 + (data['heads']['labels'] is not None) + (data.get('slot') is not None)   # + taxonomy, + key slot
     assert len(svgs) == charts and page.count('<svg') == charts, (len(svgs), charts)
     assert '<script' not in page.lower() and not re.search(r'(src|href)="(https?:)?//', page)
     name, what = data['measured']['model'], data['measured']['data']

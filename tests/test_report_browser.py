@@ -49,7 +49,7 @@ def open_page(path:Path, shot:str) -> dict:
 def page_problems(name:str, facts:dict, data:dict) -> list[str]:
     "What is wrong with one report page as chromium drew it."
     bad = chart_problems(name, facts['charts'])
-    charts = 4 + (data['heads']['labels'] is not None)
+    charts = 4 + (data['heads']['labels'] is not None) + (data.get('slot') is not None)   # + taxonomy, + key slot
     if len(facts['charts']) != charts: bad.append(f"{name}: {len(facts['charts'])} charts drawn, {charts} expected")
     if '$$' in facts['prose'] or re.search(r'\$\\[A-Za-z]', facts['prose']): bad.append(f'{name}: raw TeX on the page')
     if facts['external']: bad.append(f"{name}: fetched from the network: {facts['external'][:3]}")
