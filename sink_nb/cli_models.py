@@ -134,10 +134,15 @@ def _measure_table(res, eps:float, head_stats=()) -> str:
     "Sink_1 and mean α₁ per layer, the massive-activation ratio, and one column per head statistic, explained below."
     import pandas as pd
     from sink_nb.head_stats import head_stat_column
+    from sink_nb.results import RATE_DEFINITIONS, on_query_grid
     per_layer, legend = res.rate(1, eps, by='layer'), []
     a1 = res.alpha[..., res.n_slots]
     table = pd.DataFrame({'layer': list(range(res.L)) + ['all'], 'sink1': per_layer.tolist() + [res.rate(1, eps)],
                           'mean_alpha1': a1.mean((0, 2)).tolist() + [a1.mean().item()]})
+    if 'first_key_rows' in res.stats and on_query_grid(eps):   # the per-query rate beside the paper's per-head one
+        table['sink1_query'] = res.rate(1, eps, by='layer', definition='query').tolist() + [
+            res.rate(1, eps, definition='query')]
+        legend.append(f"sink1_query: {RATE_DEFINITIONS['query']}; sink1 is the paper's per-head rate")
     if res.n_slots:                              # the key slot (a learned sink logit): Sink* and its mean α
         table['sink_star'] = res.slot_rate(eps, by='layer').tolist() + [res.slot_rate(eps)]
         table['mean_alpha_star'] = res.alpha[..., 0].mean((0, 2)).tolist() + [res.alpha[..., 0].mean().item()]
@@ -151,6 +156,16 @@ def _measure_table(res, eps:float, head_stats=()) -> str:
         table[column] = _per_layer(values) + [values.float().nanmean().item()]
         legend.append(f'{column}: {what}; mean over samples and heads')
     return '\n'.join([table.to_string(index=False, float_format=lambda v: f'{v:.2f}')] + legend)
+
+def _secondary_lines(res, eps:float, shown:int=5) -> str:
+    "The secondary sinks in a few lines: how many, and the positions that sink in the most heads."
+    table = res.secondary_sinks(eps)
+    lines = [f"secondary sinks (positions 2..{max(2, res.T // 2)} with α > ε in some head; `secondary_sinks`): "
+             f"{len(table)} positions in {table['sample'].nunique()} of {res.N} samples"]
+    for r in table.head(shown).itertuples():
+        lines.append(f"  sample {r.sample} position {r.position} {r.token!r}: layers {r.first_layer}–{r.last_layer} "
+                     f"({r.n_layers} layers, {r.n_heads} heads, max α {r.max_alpha:.2f})")
+    return '\n'.join(lines)
 
 # %% ../nbs/29_cli_models.ipynb #8eec9452
 def run_measure(args) -> dict:
@@ -168,13 +183,14 @@ def run_measure(args) -> dict:
         res = measure(args.model, texts=texts, probe=args.probe, T=args.T, n=args.n, eps=args.eps, dtype=args.dtype,
                       device=args.device, batch_size=args.batch_size, activations=args.activations, pack=args.pack,
                       route=args.route, seed=args.seed, add_bos={'auto': None, 'yes': True, 'no': False}[args.bos],
-                      head_stats=args.stats, divisor=args.divisor)
+                      head_stats=tuple(dict.fromkeys([*args.stats, 'first_key_rows'])), divisor=args.divisor)
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb measure: {type(e).__name__}: {e}") from None
     md = res.metadata
     print(f"sink_nb measure: {res.name} ({md['model_class']}), probe={args.probe}, N={res.N} (skipped {md['skipped']})"
           f", T={res.T}, ε={args.eps}, L={res.L}, H={res.H}, {md['dtype']} on {md['device']}, route={md['route']}")
     print(_measure_table(res, args.eps, args.stats))
+    print(_secondary_lines(res, args.eps))
     summary = dict(model=res.name, probe=args.probe, T=res.T, N=res.N, skipped=md['skipped'],
                    sink_rate=res.rate(1, args.eps), sink_star=res.slot_rate(args.eps) if res.n_slots else None,
                    route=md['route'], seconds=md['seconds'],

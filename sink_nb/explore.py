@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from torch import Tensor
 
 from .checks import check_choice, check_eps, check_int
-from .results import LABEL_STATS, HEAD_LABELS, SinkResult
+from .results import LABEL_STATS, HEAD_LABELS, SinkResult, on_query_grid
 
 # %% auto #0
 __all__ = ['EMBED_OPTIONS', 'use_offline', 'to_svg', 'view_chart', 'view_spec', 'chart_values', 'inline_csv', 'note_view',
@@ -400,8 +400,14 @@ def _info(self:SinkExplorer) -> str:
     a = float(a_k[:, l, h].mean() if s < 0 else a_k[s, l, h])
     above = 'above' if a > eps else 'not above'
     label = f", a <i>{self._head_labels(eps)[l, h]}</i> head" if _has_heads(r) else ''
-    return (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}){label}; "
+    line = (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}){label}; "
             f"Sink<sub>{k}</sub> = {100 * a_k.gt(eps).double().mean():.1f}% over all heads and samples")
+    if k == 1 and 'first_key_rows' in r.stats and on_query_grid(eps):     # the other definition, when measured
+        line += f" (per query: {r.rate(1, eps, definition='query'):.1f}%)"
+    if r.n_slots:                                                         # a key slot: its α here, and Sink*
+        star = float(r.alpha[:, l, h, 0].mean() if s < 0 else r.alpha[s, l, h, 0])
+        line += f"; key slot α* = {star:.3f}, Sink* = {r.slot_rate(eps):.1f}%"
+    return line
 
 # %% ../nbs/25_explore.ipynb #62d740a2
 @patch

@@ -15,9 +15,9 @@ from .attention import QK, AttentionSpec, QueryChunk, query_chunks, visible
 from .checks import Registry, check_int, check_tensor, without_grad
 
 # %% auto #0
-__all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'HeadStat', 'check_head_stat', 'diagonal_stat',
-           'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk', 'head_stats_from_qk',
-           'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
+__all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'FIRST_KEY_BINS', 'HeadStat', 'check_head_stat',
+           'diagonal_stat', 'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk',
+           'head_stats_from_qk', 'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
 
 # %% ../nbs/02_head_stats.ipynb #bc963b60
 @dataclass(frozen=True)
@@ -96,6 +96,22 @@ HEAD_STATISTICS['near_share'] = HeadStat(
     lambda total, T: total / (T - NEAR) if T > NEAR else torch.full_like(total, math.nan),
     total=(f'near_share(d<{NEAR})', f'attention share within the last {NEAR} keys (distances 0..{NEAR - 1}), mean over '
            f'queries i >= {NEAR} (NaN if T <= {NEAR})'))
+
+# %% ../nbs/02_head_stats.ipynb #d2f1a002
+FIRST_KEY_BINS = 100    # the per-query rate's grid of ε: 1/100
+
+def _first_key_bins(b:QueryChunk) -> Tensor:
+    "The chunk's rows counted by their share on the first token: bin 0 exactly 0, bin k above (k-1)/100 up to k/100."
+    shares = b.shares
+    first = shares[..., b.n_slots] if b.j0 == 0 else shares.new_zeros(shares.shape[:-1])      # (B, Hkv, G, c)
+    edges = (torch.arange(FIRST_KEY_BINS, dtype=torch.float64) / FIRST_KEY_BINS).to(first)   # as α meets ε: its dtype
+    bins = (first[..., None] > edges).sum(-1)                     # edges below the share: its bin
+    return torch.nn.functional.one_hot(bins, FIRST_KEY_BINS + 1).sum(-2).double()
+
+HEAD_STATISTICS['first_key_rows'] = HeadStat(
+    'first_key_rows', f"share of queries by their own weight on the first token, in {FIRST_KEY_BINS + 1} bins of "
+    f"1/{FIRST_KEY_BINS} (bin 0: exactly 0): the per-query sink rate", _first_key_bins, lambda total, T: total / T)
+
 
 # %% ../nbs/02_head_stats.ipynb #4e6f8a0b
 def head_stat_column(

@@ -20,7 +20,7 @@ from .checks import check_bool, check_choice, check_device, check_eps, check_int
 from .corpora import get_tokenizer
 from .metrics import first_token_norm_ratio
 from .model import measure_model
-from .results import HEAD_LABELS, SinkResult
+from .results import HEAD_LABELS, RATE_DEFINITIONS, SinkResult, on_query_grid
 from .runs import Run
 from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
 # altair, transformers and what is built on them (explore, hf, hf_load, quant) are imported in the functions that draw
@@ -59,7 +59,7 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
     if why := window_problem(config, T, eps, divisor): raise ValueError(why)
     m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head, progress=progress)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
-                  divisor=divisor)
+                  divisor=divisor, head_stats=('first_key_rows',))
     kind, file = _source_kind(src), Path(src.src, src.kw.get('gguf_file', ''))
     where = dict(source=kind, model=Path(name).name if kind != 'hub' else name, step=None,
                  dtype=res.metadata['dtype'], device=res.metadata['device'],
@@ -88,7 +88,7 @@ def _measure_run(run:Run, T:int|None, n:int|None, divisor:str, dtype, device):
     ids = probe if n is None else probe[:n]
     model = model.to(device=device or 'cpu', dtype=getattr(torch, dtype) if dtype else None)
     res = measure_model(model, ids.to(next(model.parameters()).device), tokens=_run_tokens(run, ids),
-                        name=run.config.model.name, activations=True, divisor=divisor)
+                        name=run.config.model.name, activations=True, divisor=divisor, head_stats=('first_key_rows',))
     res.metadata |= dict(step=step, run=str(run.path), data="the run's probe", n_requested=n)
     p = next(model.parameters())
     where = dict(source='run', model=run.path.name, step=step, revision=None, path=str(run.path),
@@ -99,13 +99,22 @@ def _measure_run(run:Run, T:int|None, n:int|None, divisor:str, dtype, device):
     return res, where, data, (model, ids)
 
 # %% ../nbs/28_report.ipynb #bda2907c
+_SECONDARY_ROWS = 20      # secondary sinks a report lists: the positions that sink in the most heads
+
 def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
     "Sink₁ in percent overall and per layer, the mean α₁ of every head (L lists of H); the same of a key slot, or None."
     slot = None if not res.n_slots else dict(what=res.metadata.get('slot', 'slot 0'), sink_star=res.slot_rate(eps),
                                               per_layer=res.slot_rate(eps, by='layer').tolist(),
                                               alpha=res.alpha[..., 0].mean(0).tolist())
+    query = None
+    if 'first_key_rows' in res.stats and on_query_grid(eps):
+        query = dict(sink1=res.rate(1, eps, definition='query'), meaning=RATE_DEFINITIONS['query'],
+                     per_layer=res.rate(1, eps, by='layer', definition='query').tolist())
+    table = res.secondary_sinks(eps)
+    secondary = dict(last=max(2, res.T // 2), positions=len(table), samples=int(table['sample'].nunique()),
+                     rows=table.head(_SECONDARY_ROWS).drop(columns='layers').to_dict('records'))
     return dict(sink1=float(res.rate(1, eps)), sink1_per_layer=res.rate(1, eps, by='layer').tolist(),
-                alpha1=res.alpha[..., res.n_slots].mean(0).tolist(), slot=slot)
+                alpha1=res.alpha[..., res.n_slots].mean(0).tolist(), slot=slot, per_query=query, secondary=secondary)
 
 # %% ../nbs/28_report.ipynb #523bd148
 def head_taxonomy(res:SinkResult, eps:float=0.3, window:int=4) -> dict:
@@ -302,12 +311,27 @@ def _cost_sections(data:dict, line:str) -> list[str]:
     return parts
 
 # %% ../nbs/28_report.ipynb #19ca9b64
+def _secondary_section(sec:dict, m:dict, line:str) -> str:
+    "The secondary sinks as a section: how many, and a table of those sinking in the most heads."
+    what = (f"<h2>Secondary sinks</h2><p>Positions 2 to {sec['last']} whose α is above ε = {m['eps']} in at least one "
+            f"head: {sec['positions']} in {sec['samples']} of {m['N']} samples")
+    if not sec['rows']: return f'<section id="secondary">{what}.</p></section>'
+    rows = [(r['sample'], r['position'], r['token'], f"{r['first_layer']}–{r['last_layer']} ({r['n_layers']})",
+             r['n_heads'], f"{r['max_alpha']:.2f}") for r in sec['rows']]
+    head = ('sample', 'position', 'token', 'layers (how many)', 'heads', 'largest α')
+    return (f'<section id="secondary">{what}; the {len(rows)} in the most heads:</p>' + _table(rows, head)
+            + f'<p class=subject>{line}</p></section>')
+
 def report_page(data:dict, svgs:dict[str, str]) -> str:
     "The report as one HTML page: what was measured, Sink₁, then each chart; no script, nothing fetched."
     m, heads, line = data['measured'], data['heads'], html.escape(subject(data['measured']))
     parts = [f"<h1>Attention sinks in {html.escape(m['model'])}</h1>", _table(_what_was_measured(m)),
              f"<p><b>Sink₁ = {data['sink1']:.2f} %</b>: the share of (sample, layer, head) triples in which the first "
              f"token's α, the mean attention it receives, is above ε = {m['eps']}.</p>"]
+    if data['per_query'] is not None:
+        parts.append(f"<p>Counted per query instead — {html.escape(data['per_query']['meaning'])}, as a tool that "
+                     f"thresholds the attention map row by row counts — the same measurement gives <b>"
+                     f"{data['per_query']['sink1']:.2f} %</b>. Sink₁ above is the paper's per-head rate.</p>")
     if data['slot'] is not None:
         parts.append(f"<p><b>Sink* = {data['slot']['sink_star']:.2f} %</b>: the same share for the key slot every "
                      f"query sees, {html.escape(data['slot']['what'])}.</p>")
@@ -319,6 +343,7 @@ def report_page(data:dict, svgs:dict[str, str]) -> str:
             parts.append(_table(rows, ('label', 'heads', 'meaning')) + f'<p class=subject>{line}</p>')
         parts.append('</section>')
     if heads['labels'] is None: parts.append(f"<p>No head taxonomy: {html.escape(heads['why'])}</p>")
+    parts.append(_secondary_section(data['secondary'], data['measured'], line))
     parts += _cost_sections(data, line)
     body = '\n'.join(parts)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sink report: '

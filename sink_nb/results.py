@@ -16,10 +16,12 @@ from torch import Tensor
 
 from .attention import DIVISORS, uniform_first_alpha, visible
 from .checks import check_choice, check_eps, check_int
+from .head_stats import FIRST_KEY_BINS
 from .metrics import check_alpha, sink_rate
 
 # %% auto #0
-__all__ = ['HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling', 'key_problems']
+__all__ = ['RATE_DEFINITIONS', 'HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling',
+           'key_problems', 'on_query_grid']
 
 # %% ../nbs/04_results.ipynb #f001b2c7
 @dataclass(eq=False)
@@ -63,6 +65,9 @@ def check_windows(window, L:int) -> list[int|None]:
 
 # %% ../nbs/04_results.ipynb #a8811810
 _BY_DIMS = {None: (0, 1, 2), 'sample': (1, 2), 'layer': (0, 2), 'head': (0,)}
+RATE_DEFINITIONS = {                       # what a sink rate counts: name -> meaning (the paper's first)
+    'head': "the paper's: heads whose α₁ — the first token's attention averaged over the head's T queries — is above ε",
+    'query': "(head, query) pairs whose own weight on the first token is above ε (thresholding the map row by row)"}
 
 def first_key_problem(T:int, window:int|None=None, prefix:int=0, divisor:str='reference', eps:float=0.3) -> str|None:
     "Why Sink_1^ε of a causal model says nothing at T tokens with this window, prefix and divisor; None when it does."
@@ -148,14 +153,36 @@ def rate_problems(self:SinkResult, eps:float=0.3) -> dict[int, str]:
                         md.get('divisor', 'reference'), eps, bool(md.get('sink_token')), chance='window' in md)
 
 @patch
-def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None) -> float|Tensor:
+def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None, definition:str='head') -> float|Tensor:
     "Sink_k^ε in percent over the real tokens (k from 1); `by` keeps 'sample', 'layer' or 'head' as a dimension."
     check_choice(by, 'by', _BY_DIMS)
+    if check_choice(definition, 'definition', RATE_DEFINITIONS) == 'query':
+        if k != 1: raise ValueError(f"definition='query' counts the first token only (k=1), got k={k!r}")
+        return self.query_rate(eps, by)
     real, problems = self.alpha[..., self.n_slots:], self.rate_problems(check_eps(eps))
     if k is not None and (why := problems.get(check_int(k, 'k', 1, self.T))): raise ValueError(f"Sink_{k}: {why}")
     rates = sink_rate(real, eps, None) if by is None else 100 * (real > eps).double().mean(_BY_DIMS[by])
     rates[..., [j - 1 for j in problems]] = math.nan                          # (T,), (dim, T) or (L, H, T)
     return rates if k is None else (rates[..., k - 1].item() if by is None else rates[..., k - 1])
+
+# %% ../nbs/04_results.ipynb #c4b7a004
+def on_query_grid(eps:float) -> bool:
+    "Is ε a multiple of 1/FIRST_KEY_BINS, where the per-query rate is kept?"
+    return abs(eps * FIRST_KEY_BINS - round(eps * FIRST_KEY_BINS)) < 1e-9
+
+@patch
+def query_rate(self:SinkResult, eps:float=0.3, by:str|None=None) -> float|Tensor:
+    "Percent of (sample, layer, head, query) whose own weight on the first token is above ε (`first_key_rows`)."
+    check_choice(by, 'by', _BY_DIMS)
+    if 'first_key_rows' not in self.stats:
+        raise ValueError("the per-query rate needs the head statistic 'first_key_rows': measure with "
+                         "head_stats=('first_key_rows',) (sink-nb measure and report keep it)")
+    if not on_query_grid(eps := check_eps(eps)):
+        raise ValueError(f"`eps` = {eps} is off the per-query rate's grid: multiples of 1/{FIRST_KEY_BINS}")
+    m = round(eps * FIRST_KEY_BINS)
+    above = self.stats['first_key_rows'][..., m + 1:].sum(-1).double()      # (N, L, H): share of queries above ε
+    return 100 * above.mean().item() if by is None else 100 * above.mean(_BY_DIMS[by])
+
 
 # %% ../nbs/04_results.ipynb #b6763c8b
 @patch
@@ -222,6 +249,30 @@ def heads(self:SinkResult,
                 out_ratio=out_ratio, local_share=share)
     return pd.DataFrame(dict(layer=layer, head=head, **{c: x.flatten().numpy() for c, x in cols.items()},
                              label=label.ravel()))
+
+# %% ../nbs/04_results.ipynb #c4b7a007
+_SECONDARY = ['sample', 'position', 'token', 'first_layer', 'last_layer', 'n_layers', 'n_heads', 'max_alpha', 'layers']
+
+@patch
+def secondary_sinks(self:SinkResult,
+                    eps:float=0.3,         # α above this in a head makes a position a sink there
+                    last:int|None=None,    # the last position listed (1-based); None: T // 2
+                    ) -> 'pd.DataFrame':   # one row per (sample, position): its tokens, layers, heads and largest α
+    "Positions other than the first whose α is above ε in some head, with the layers where it is: secondary sinks."
+    import pandas as pd
+    eps, last = check_eps(eps), check_int(last, 'last', 2, self.T, allow_none=True) or max(2, self.T // 2)
+    real = self.alpha[..., self.n_slots:self.n_slots + last]                      # (N, L, H, last)
+    above = real > eps
+    rows = []
+    for s, k in zip(*torch.nonzero(above[..., 1:].any(2).any(1), as_tuple=True)):   # (sample, position - 2)
+        layers = torch.nonzero(above[s, :, :, k + 1].any(-1)).flatten().tolist()
+        rows.append(dict(sample=int(s), position=int(k) + 2, token=self.tokens[s][k + 1] if self.tokens else None,
+                         first_layer=layers[0], last_layer=layers[-1], n_layers=len(layers),
+                         n_heads=int(above[s, :, :, k + 1].sum()), max_alpha=float(real[s, :, :, k + 1].max()),
+                         layers=layers))
+    table = pd.DataFrame(rows, columns=_SECONDARY)
+    return table.sort_values(['n_heads', 'sample', 'position'], ascending=[False, True, True], ignore_index=True)
+
 
 # %% ../nbs/04_results.ipynb #208c281f
 _FORMAT = 'sink_nb.SinkResult/2'

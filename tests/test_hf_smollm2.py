@@ -80,3 +80,35 @@ def test_truncated_gguf_is_named(tmp_path):
     cut = tmp_path / 'cut.gguf'
     with open(GGUF, 'rb') as f: cut.write_bytes(f.read(5_000_000))   # header intact, tensor data cut short
     with pytest.raises(ValueError, match='cannot read the GGUF file .*cut.gguf'): measure(cut, n=1, progress=False)
+
+
+def eager_weights(model, ids) -> torch.Tensor:
+    "transformers' own eager weights (N, L, H, T, T) of `ids`, by hand: no sink_nb pass in between."
+    old = model.config._attn_implementation
+    model.set_attn_implementation('eager')
+    try:
+        with torch.no_grad(): return torch.stack(model(ids, output_attentions=True).attentions, 1)
+    finally:
+        model.set_attn_implementation(old)
+
+
+def test_smollm2_per_query_rate_and_secondary_sinks_equal_eager_by_hand(smollm2):
+    "The per-query Sink_1 and the secondary sinks of a chunked measurement, against eager weights read by hand."
+    from sink_nb.data import probe_batch
+    from sink_nb.metrics import importance
+    model, tok, _ = smollm2
+    res = measure(model, tok, T=64, n=8, progress=False, head_stats=('first_key_rows',))
+    ids, _ = probe_batch('natural', 64, 8, tok)                # the same probe `measure` builds (its defaults)
+    A = eager_weights(model, ids)
+    first = A[..., 0].float()                                  # each query's own weight on the first token
+    by_hand = 100 * (first > 0.3).double().mean().item()
+    assert res.rate(definition='query') == pytest.approx(by_hand, abs=100 * 2 / first.numel())   # 2 queries of all
+    assert abs(res.rate() - res.rate(definition='query')) > 5   # two definitions, two numbers on this model
+    alpha = importance(A.float())                              # (N, L, H, T): α by hand
+    above = alpha[..., 1:32] > 0.3                             # positions 2..32 (T // 2), any head
+    expected = {(int(s), int(k) + 2) for s, k in zip(*torch.nonzero(above.any(2).any(1), as_tuple=True))}
+    table = res.secondary_sinks()
+    assert set(zip(table['sample'], table['position'])) == expected and expected
+    for r in table.itertuples():
+        layers = torch.nonzero(above[r.sample, :, :, r.position - 2].any(-1)).flatten().tolist()
+        assert r.layers == layers and r.n_heads == int(above[r.sample, :, :, r.position - 2].sum())

@@ -63,6 +63,8 @@ def test_the_report_shows_sink_star_and_the_slot_heads(gptoss, tmp_path):
     assert 'slot' in data['heads']['counts']
     page = page_checks(out, data)
     assert f"Sink* = {slot['sink_star']:.2f} %" in page
+    assert data['per_query'] is not None and f"{data['per_query']['sink1']:.2f} %</b>" in page   # both definitions
+    assert data['secondary']['last'] == 16 and '<section id="secondary">' in page
 
 
 def test_the_report_page_draws_the_slot_chart_in_a_browser(gptoss, tmp_path):
