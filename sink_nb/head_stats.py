@@ -50,7 +50,7 @@ def _zeros_and_seen(b:QueryChunk) -> Tensor:
 # %% ../nbs/02_head_stats.ipynb #37caf7d4
 ACTIVATION_STATS = ('hidden_norm', 'massive_ratio', 'residual_entropy', 'k_norm', 'v_norm', 'qk1_cos', 'qk1_norm',
                     'head_v_norm', 'head_out_norm')     # what a measurement with activations adds to `stats`
-BUILT_IN_STATS = ('attn_entropy', 'zero_share', 'near_share')   # `SinkResult.heads` and `trajectory` read them
+BUILT_IN_STATS = ('attn_entropy', 'zero_share', 'near_share', 'first_key_rows')   # heads, trajectory, rate read them
 
 def check_head_stat(name:str, stat:HeadStat, registry) -> HeadStat:
     "`stat` if it may be registered as `name` (a HeadStat of that name, `checks.Registry` saw): no activation's name."

@@ -149,6 +149,7 @@ def test_the_smollm2_page_draws_its_charts_and_tables_offline(smol):
     require_browser('the report browser test', ('playwright',))
     out = smol[0]
     data = json.loads((out / 'report.json').read_text())
+    assert data['secondary']['rows'] and data['per_query']['sink1'] < data['sink1']   # both shown, and they differ
     problems = page_problems('smollm2', open_page(out / 'report.html', 'smollm2.png'), data)
     assert not problems, '\n'.join(problems)
     assert (SHOTS / 'smollm2.png').stat().st_size > 10_000

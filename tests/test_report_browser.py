@@ -54,7 +54,8 @@ def page_problems(name:str, facts:dict, data:dict) -> list[str]:
     if '$$' in facts['prose'] or re.search(r'\$\\[A-Za-z]', facts['prose']): bad.append(f'{name}: raw TeX on the page')
     if facts['external']: bad.append(f"{name}: fetched from the network: {facts['external'][:3]}")
     shown = {t['section'] for t in facts['tables'] if t['rows'] > 1 and t['width'] > 100}
-    present = dict(quantisation=data['quantisation'], eviction=data['eviction'], heads=data['heads']['counts'])
+    present = dict(quantisation=data['quantisation'], eviction=data['eviction'], heads=data['heads']['counts'],
+                   secondary=(data.get('secondary') or {}).get('rows'))
     for part, there in present.items():
         if there and part not in shown: bad.append(f'{name}: the {part} table is not shown')
     words = [t.strip() for t in data['strongest']['tokens'][1:] if len(t.strip()) > 1]   # '12 the': position, token
@@ -89,9 +90,10 @@ def test_a_report_page_draws_its_charts_and_tables_offline(pages, name):
 def test_page_problems_catches_what_it_claims():
     "The checker itself: a missing chart, raw TeX, a fetch, a missing table and undrawn token labels are each reported."
     data = dict(heads=dict(labels=[['sink']], counts=dict(sink=1)), quantisation=dict(rows=[1]),
-                eviction=dict(policies=dict(dense=1)), strongest=dict(tokens=['<s>', 'The', 'cat']))
+                eviction=dict(policies=dict(dense=1)), strongest=dict(tokens=['<s>', 'The', 'cat']),
+                secondary=dict(rows=[dict(sample=0, position=5)]))
     facts = dict(charts=[], prose='α is $\\alpha$', external=['https://cdn.example/x.js'], tables=[])
     bad = page_problems('p', facts, data)
     for needle in ('0 charts drawn', 'raw TeX', 'network', 'quantisation table', 'eviction table', 'heads table',
-                   'token labels'):
+                   'secondary table', 'token labels'):
         assert any(needle in b for b in bad), (needle, bad)
