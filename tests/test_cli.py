@@ -222,7 +222,7 @@ def test_no_module_copies_registry_names(module):
 def late_entries():
     "One entry registered late in each registry a command reads, under names no one registers; removed again."
     from sink_nb import attention, head_stats, positions, stream, studies
-    added = [(studies.CPU_STUDIES, 'zz-late-study', {'softmax (demo)': {}}),
+    added = [(studies.CPU_STUDIES, 'zz-late-study-named-at-length-with-many-hyphens', {'softmax (demo)': {}}),
              (studies.STUDY_SETTINGS, 'zz-late-setting', dict(n_layer=1)),
              (head_stats.HEAD_STATISTICS, 'zz_late_stat', head_stats.HeadStat(
                  'zz_late_stat', 'a late statistic', lambda b: b.shares.amax(-1).sum(-1), lambda total, T: total / T)),
@@ -241,9 +241,10 @@ def late_entries():
 
 
 def help_of(command:str, capsys) -> str:
-    "`sink-nb COMMAND --help`, in this process, with its lines joined."
+    "`sink-nb COMMAND --help`, in this process, with its lines joined; wide, so argparse never breaks a name at a hyphen."
+    from unittest import mock
     from sink_nb.cli import main
-    with pytest.raises(SystemExit) as stop: main([command, '--help'])
+    with mock.patch.dict(os.environ, COLUMNS='100000'), pytest.raises(SystemExit) as stop: main([command, '--help'])
     assert stop.value.code == 0
     return ' '.join(capsys.readouterr().out.split())
 
@@ -252,12 +253,12 @@ def test_an_entry_registered_late_is_a_choice_and_its_command_lists_it(late_entr
     from sink_nb.cli import _parser
     from sink_nb.run_configs import load_run_config
     parse = _parser().parse_args
-    study = parse(['study', 'zz-late-study', '--setting', 'zz-late-setting'])
-    assert (study.name, study.setting) == ('zz-late-study', 'zz-late-setting')
+    study = parse(['study', 'zz-late-study-named-at-length-with-many-hyphens', '--setting', 'zz-late-setting'])
+    assert (study.name, study.setting) == ('zz-late-study-named-at-length-with-many-hyphens', 'zz-late-setting')
     assert parse(['measure', 'm', '--stats', 'zz_late_stat', 'attn_entropy']).stats == ['zz_late_stat', 'attn_entropy']
     assert parse(['stream', 'm', '--policies', 'sinks', 'zz-late-policy']).policies == ['sinks', 'zz-late-policy']
     assert load_run_config('demo-softmax', ['attention=zz_late_op'])[0].attention == 'zz_late_op'   # `train` overrides
-    for command, names in (('study', ['zz-late-study', 'zz-late-setting', 'optimization']),
+    for command, names in (('study', ['zz-late-study-named-at-length-with-many-hyphens', 'zz-late-setting', 'optimization']),
                            ('measure', ['zz_late_stat', 'attn_entropy']), ('stream', ['zz-late-policy', 'sinks']),
                            ('train', ["'zz_late_op'", "'zz_late_pos'", "'softmax'", "'rope'"])):
         said = help_of(command, capsys)
