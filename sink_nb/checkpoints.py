@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_checkpoints.ipynb #6ff127da
 from __future__ import annotations
-import errno, hashlib, json, os, random, re, shutil, socket, time, uuid, warnings
+import errno, hashlib, json, mmap, os, random, re, shutil, socket, struct, time, uuid, warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ from .checks import check_choice, check_int, interrupt_safe
 
 # %% auto #0
 __all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
-           'file_sha256', 'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint',
+           'file_sha256', 'gguf_scalar', 'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint',
            'latest_good_checkpoint', 'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due',
            'checkpoint_steps', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
 
@@ -94,6 +94,43 @@ def _check_space(folder:Path, tensors:list[Tensor]):
     if free < need:
         raise OSError(errno.ENOSPC, f"not enough disk space for a checkpoint in {folder}: need {human_size(need)}, "
                                     f"{human_size(free)} free; the last complete checkpoint is kept")
+
+# %% ../nbs/09_checkpoints.ipynb #0d190803
+_GGUF_SCALARS = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}   # by type
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+def _gguf_value(m, at:int, kind:int, order:str, read:bool) -> tuple[object, int]:
+    "The value of GGUF type `kind` at byte `at` (None for an array, or when not `read`) and the byte after it."
+    if kind in _GGUF_SCALARS:
+        code = order + _GGUF_SCALARS[kind]
+        return (struct.unpack_from(code, m, at)[0] if read else None), at + struct.calcsize(code)
+    if kind == _GGUF_STRING:
+        n = struct.unpack_from(order + 'Q', m, at)[0]
+        return (bytes(m[at + 8:at + 8 + n]).decode('utf-8', 'replace') if read else None), at + 8 + n
+    if kind != _GGUF_ARRAY: raise ValueError(f'unknown GGUF value type {kind} at byte {at}')
+    item, count = struct.unpack_from(order + 'IQ', m, at)
+    if item in _GGUF_SCALARS: return None, at + 12 + count * struct.calcsize(order + _GGUF_SCALARS[item])
+    at += 12
+    for _ in range(count): at = _gguf_value(m, at, item, order, False)[1]    # strings (or arrays): each its own length
+    return None, at
+
+def gguf_scalar(path, key:str):
+    "A number, boolean or string in a GGUF file's metadata, from its header alone; None: `key` absent or an array."
+    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        if m[:4] != b'GGUF': raise ValueError(f'{path} is not a GGUF file: it starts with {bytes(m[:4])!r}')
+        order = '<' if struct.unpack_from('<I', m, 4)[0] & 0xFFFF else '>'   # big-endian: the version reads swapped
+        version, _, fields = struct.unpack_from(order + 'IQQ', m, 4)
+        if version not in (2, 3): raise ValueError(f'{path} is GGUF version {version}: versions 2 and 3 are read')
+        at = 24
+        try:
+            for _ in range(fields):
+                name, at = _gguf_value(m, at, _GGUF_STRING, order, True)
+                kind = struct.unpack_from(order + 'I', m, at)[0]
+                value, at = _gguf_value(m, at + 4, kind, order, name == key)
+                if name == key: return value
+        except struct.error as e: raise ValueError(f'{path}: its GGUF header is cut short ({e})') from e
+    return None
+
 
 # %% ../nbs/09_checkpoints.ipynb #9df9c368
 def plain_file(path:Path) -> bool:

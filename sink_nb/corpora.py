@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 import torch
 from torch import Tensor
 
-from .checkpoints import file_sha256, working_folder
+from .checkpoints import file_sha256, gguf_scalar, working_folder
 from .checks import check_choice, check_int, worker_pool
 
 # %% auto #0
@@ -250,10 +250,8 @@ def get_tokenizer(name:str='bytes'):
 def declared_add_bos(folder, gguf_file:str|None=None) -> bool|None:
     "Does a GGUF file say to put a BOS first (its boolean `tokenizer.ggml.add_bos_token`)? None: not a GGUF, or unsaid."
     if not gguf_file: return None             # a folder's tokenizer_config.json is read by transformers itself, alike
-    from gguf import GGUFReader, GGUFValueType                  # gguf: a dependency, read lazily (only GGUF files)
-    field = GGUFReader(Path(folder) / gguf_file).fields.get('tokenizer.ggml.add_bos_token')
-    if field is None or field.types != [GGUFValueType.BOOL]: return None       # absent, or not a boolean: unsaid
-    return bool(field.parts[field.data[0]][0])
+    declared = gguf_scalar(Path(folder) / gguf_file, 'tokenizer.ggml.add_bos_token')   # the header only
+    return declared if isinstance(declared, bool) else None                  # absent, or not a boolean: unsaid
 
 def gguf_tokenizer(path) -> object:
     "The tokenizer of a GGUF file, putting a BOS first only if the file says to (transformers 5.0 adds one regardless)."
