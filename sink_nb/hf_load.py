@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_hf_load.ipynb #7e5af48f
 from __future__ import annotations
-import contextlib, io, warnings
+import contextlib, functools, io, warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,7 +13,7 @@ from safetensors import SafetensorError
 from torch import Tensor
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from .checks import check_choice, check_device
+from .checks import check_choice, check_device, interrupt_safe
 from .corpora import gguf_tokenizer, local_path
 from .data import probe_batch
 from .results import key_problems
@@ -54,6 +54,17 @@ def _reading(path, kw:dict):
         if 'pip install' in str(e):                                           # transformers names a missing helper
             raise ValueError(f"reading the GGUF file {path} needs a package that is not installed: {e}") from e
         raise ValueError(f"cannot read the GGUF file {path} (truncated or corrupt?): {type(e).__name__}: {e}") from e
+
+# %% ../nbs/17_hf_load.ipynb #b7e3c006
+@interrupt_safe
+def _gguf_name_maps_once():
+    "Within the block, gguf's tensor-name map is built once per (architecture, layers), not once per submodule."
+    import gguf                                      # transformers imports the name from gguf at each call: patch it
+    plain = gguf.get_tensor_name_map
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(plain)
+    try: yield
+    finally: gguf.get_tensor_name_map = plain
+
 
 # %% ../nbs/17_hf_load.ipynb #b1b1024f
 def _default_device() -> torch.device: return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
@@ -111,7 +122,8 @@ def load_model(
         return model, load_tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
     (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stderr(io.StringIO())   # tqdm bars only:
-    with _reading(name, kw), quiet:                                     # logging keeps the stderr it was made with
+    once = _gguf_name_maps_once() if 'gguf_file' in kw else contextlib.nullcontext()
+    with _reading(name, kw), quiet, once:                               # logging keeps the stderr it was made with
         model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
                                                    output_loading_info=True, **kw)
     if missing := sorted(info.get('missing_keys') or []):               # they would be random: a number about nothing
