@@ -29,10 +29,12 @@ def test_measure_prints_the_table_and_saves(tiny_gpt2, tmp_path):
     out = run('measure', tiny_gpt2, '--T', '16', '--n', '4', '--bos', 'no', '--out', tmp_path / 'r.safetensors')
     assert out.returncode == 0, out.stderr
     header = next(l for l in out.stdout.splitlines() if l.split()[:1] == ['layer'])
-    assert header.split() == ['layer', 'sink1', 'mean_alpha1']
-    assert 'route=qk' in out.stdout and 'Sink_1 =' in out.stdout
+    assert header.split() == ['layer', 'sink1', 'mean_alpha1', 'sink1_query']   # the per-query rate beside the paper's
+    assert 'route=qk' in out.stdout and 'Sink_1 =' in out.stdout and 'secondary sinks (positions 2..8' in out.stdout
     res = SinkResult.load(tmp_path / 'r.safetensors')
     assert res.alpha.shape == (4, 2, 4, 16) and res.metadata['bos'] == [] and res.metadata['probe'] == 'natural'
+    all_row = next(l for l in out.stdout.splitlines() if l.split()[:1] == ['all']).split()
+    assert float(all_row[3]) == pytest.approx(res.rate(definition='query'), abs=0.005)     # the saved result's own
 
 
 def test_measure_encoder_from_a_package():
