@@ -397,7 +397,8 @@ def _info(self:SinkExplorer) -> str:
     "One line under the controls: the chosen head's α_k (and label) and the overall Sink_k^ε."
     l, h, k, eps, s, r = self.layer.value, self.head.value, self.k.value, self.eps.value, self.sample.value, self.result
     a_k = r.alpha[..., r.n_slots + k - 1]                                  # (N, L, H)
-    a = float(a_k[:, l, h].mean() if s < 0 else a_k[s, l, h])
+    at_head = lambda x: float(x[:, l, h].mean() if s < 0 else x[s, l, h])   # (N, L, H) -> this head's, chosen sample(s)
+    a = at_head(a_k)
     above = 'above' if a > eps else 'not above'
     label = f", a <i>{self._head_labels(eps)[l, h]}</i> head" if _has_heads(r) else ''
     line = (f"<b>layer {l}, head {h}</b>: α<sub>{k}</sub> = {a:.3f} ({above} ε = {eps:g}){label}; "
@@ -405,8 +406,7 @@ def _info(self:SinkExplorer) -> str:
     if k == 1 and 'first_key_rows' in r.stats and on_query_grid(eps):     # the other definition, when measured
         line += f" (per query: {r.rate(1, eps, definition='query'):.1f}%)"
     if r.n_slots:                                                         # a key slot: its α here, and Sink*
-        star = float(r.alpha[:, l, h, 0].mean() if s < 0 else r.alpha[s, l, h, 0])
-        line += f"; key slot α* = {star:.3f}, Sink* = {r.slot_rate(eps):.1f}%"
+        line += f"; key slot α* = {at_head(r.alpha[..., 0]):.3f}, Sink* = {r.slot_rate(eps):.1f}%"
     return line
 
 # %% ../nbs/25_explore.ipynb #62d740a2
