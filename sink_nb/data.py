@@ -31,7 +31,8 @@ class Sequences:
     "Sequences of T + 1 tokens (rows of an (n, T + 1) array, or cut from `TokenShards`) in a seeded, resumable order."
     def __init__(self, tokens, seed:int=0, T:int|None=None, n:int|None=None):
         if isinstance(tokens, TokenShards):
-            T = check_int(T, 'T', 1); n_max = len(tokens) // (T + 1)
+            T = check_int(T, 'T', 1)
+            n_max = len(tokens) // (T + 1)
         else:
             if getattr(tokens, 'ndim', None) != 2 or tokens.shape[1] < 2:
                 got = getattr(tokens, 'shape', type(tokens).__name__)
@@ -89,7 +90,9 @@ def _documents_hash(dataset, text_field:str) -> str:
     elif 'input_ids' in dataset.column_names: rows = [np.asarray(r, np.int64).tobytes() for r in dataset['input_ids']]
     else: raise ValueError(f"`text_field` {text_field!r} is not a column of the dataset, nor is 'input_ids': "
                            f"{dataset.column_names}")
-    for r in rows: h.update(r.encode() if isinstance(r, str) else r); h.update(b'\0')
+    for r in rows:
+        h.update(r.encode() if isinstance(r, str) else r)
+        h.update(b'\0')
     return h.hexdigest()[:16]
 
 # %% ../nbs/15_data.ipynb #4ab86520
@@ -108,7 +111,8 @@ def _key_file(cache:Path) -> Path: return cache.with_name(cache.name + '.json')
 # %% ../nbs/15_data.ipynb #107d9963
 def _save_cache(tokens:np.ndarray, cache:Path, key:dict):
     "Write the array and its key atomically (temporary files, then renames)."
-    cache.parent.mkdir(parents=True, exist_ok=True); tag = uuid.uuid4().hex[:8]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
     with open(cache.with_name(f'.{cache.name}.{tag}'), 'wb') as f: np.save(f, tokens)
     _key_file(cache).with_name(f'.{cache.name}.json.{tag}').write_text(json.dumps(key, indent=1))
     os.replace(cache.with_name(f'.{cache.name}.{tag}'), cache)
@@ -164,7 +168,9 @@ def pack(
     if cache is not None and cache.exists(): return Sequences(_load_cache(cache, key), seed)
     if dataset is None: raise ValueError("`dataset` is needed: there is no `cache` to load")
     tokens = _pack_tokens(dataset, tokenizer, T, text_field, batch_docs)
-    if cache is not None: _save_cache(tokens, cache, key); tokens = np.load(cache, mmap_mode='r')
+    if cache is not None:
+        _save_cache(tokens, cache, key)
+        tokens = np.load(cache, mmap_mode='r')
     return Sequences(tokens, seed)
 
 # %% ../nbs/15_data.ipynb #2e0e362e
@@ -179,7 +185,8 @@ def random_tokens(batch:Tensor, start:int, end:int, vocab_size:int, generator:to
 def fix_token(batch:Tensor, position:int, token_id:int) -> Tensor:
     "Set position `position` of every sequence to `token_id`."
     check_int(position, 'position', 0, batch.shape[1] - 1)
-    out = batch.clone(); out[:, position] = token_id
+    out = batch.clone()
+    out[:, position] = token_id
     return out
 
 # %% ../nbs/15_data.ipynb #140f992a
@@ -229,7 +236,9 @@ def _natural(tokenizer, T:int, n:int, texts, prefix:list[int], pack:bool, text_c
         ids = tokenizer(t, add_special_tokens=False)['input_ids']
         if pack:
             joined += ids + eos
-            while len(joined) >= body and len(rows) < n: rows.append(prefix + joined[:body]); joined = joined[body:]
+            while len(joined) >= body and len(rows) < n:
+                rows.append(prefix + joined[:body])
+                joined = joined[body:]
         elif len(ids) >= body: rows.append(prefix + ids[:body])
         else: skipped += 1
         if len(rows) == n: break
@@ -261,7 +270,8 @@ def probe_batch(
     bos_id:int|None=None,     # BOS id for add_bos=True without a tokenizer
 ) -> tuple[Tensor, dict]:     # ids (N, T) and what was done: n, skipped, BOS prefix
     "Fixed measurement inputs of the paper's Table 1: ids (N, T) with the BOS policy applied and short texts counted."
-    check_choice(kind, 'kind', PROBES); T, n = check_int(T, 'T', 2), check_int(n, 'n', 1)
+    check_choice(kind, 'kind', PROBES)
+    T, n = check_int(T, 'T', 2), check_int(n, 'n', 1)
     if tokenizer is None and kind == 'natural': raise ValueError("`tokenizer` is needed for kind='natural'")
     if tokenizer is not None: prefix = _bos_prefix(tokenizer, add_bos)
     else: prefix = [bos_id] if add_bos and bos_id is not None else []
@@ -290,7 +300,8 @@ def document_probe(
         bounds = np.asarray(shards.doc_starts[lo:hi + 1], np.int64)                  # starts, and the next one
         if hi == shards.n_docs: bounds = np.append(bounds, np.int64(len(shards)))
         ok = np.flatnonzero(np.diff(bounds) - eos >= T + 1)[:n - len(picked)]
-        picked += bounds[ok].tolist(); scanned = lo + (int(ok[-1]) + 1 if len(picked) == n else hi - lo)
+        picked += bounds[ok].tolist()
+        scanned = lo + (int(ok[-1]) + 1 if len(picked) == n else hi - lo)
         if len(picked) == n: break
     if not picked: raise ValueError(f"no document of {shards!r} has T + 1 = {T + 1} tokens: lower `T`")
     info = dict(probe='document', n=len(picked), n_requested=n, skipped=scanned - len(picked), scanned=scanned,

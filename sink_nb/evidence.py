@@ -39,7 +39,8 @@ def _is_number(x) -> bool:
 def _number(x, name:str) -> float:
     "`x` as a float, if it is a finite number."
     if not _is_number(x): raise ValueError(f"`{name}` must be a number, got {type(x).__name__}")
-    if not math.isfinite(x := float(x)): raise ValueError(f"`{name}` must be a finite number, got {x}")
+    x = float(x)
+    if not math.isfinite(x): raise ValueError(f"`{name}` must be a finite number, got {x}")
     return x
 
 def _confidence(confidence) -> float:
@@ -112,7 +113,8 @@ def _scale(*groups) -> float:
 
 def _unscaled(value:float, scale:float, what:str) -> float:
     "`value` computed in units of `scale`, back in the data's units; refused where that overflows float64."
-    if not math.isfinite(back := float(value) * scale):
+    back = float(value) * scale
+    if not math.isfinite(back):
         raise ValueError(f"{what} overflows float64 (values up to {scale:.3g}): give the values in larger units")
     return back
 
@@ -166,8 +168,15 @@ def _fmt(x:float, digits:int) -> str:
 @dataclass
 class Comparison:
     "a − b over seeds: each group's mean, sd and n, the interval of the difference, its p-value and the verdict."
-    names:tuple; n:tuple; mean:tuple; sd:tuple      # (a, b) each; b's n is 0 and sd None when b is a number
-    diff:float; low:float; high:float; confidence:float; margin:float|None
+    names:tuple      # (a, b) each; b's n is 0 and sd None when b is a number
+    n:tuple
+    mean:tuple
+    sd:tuple
+    diff:float
+    low:float
+    high:float
+    confidence:float
+    margin:float|None
     direction:str|None                              # '>', '<', '=' (within ±margin) or None: not resolved
     paired:bool = False                             # the test and the interval are of the differences within each seed
     p:float = 1.0                                   # the permutation p of the verdict's test (margin: equivalence)
@@ -247,7 +256,8 @@ def _check_compare(confidence, margin, names, states=None):
 def compare_groups(a, b, names=('a', 'b'), confidence:float=0.95, margin:float|None=None,
                    min_n:int=3, paired:bool|None=None, states:str|None=None) -> Comparison:
     "a − b (seed -> value, or values; b may be a number), paired where seeds agree: permutation p, bootstrap CI."
-    _check_compare(confidence, margin, names, states); names = tuple(map(str, names))
+    _check_compare(confidence, margin, names, states)
+    names = tuple(map(str, names))
     (x, sa), fixed = _seeded(a, 'a', check_int(min_n, 'min_n', 2)), _is_number(b)
     y, sb = (np.asarray([_number(b, 'b')]), None) if fixed else _seeded(b, 'b', min_n)
     if fixed: pair, how = False, f'one-sample against {y[0]:g}, n = {len(x)}'
@@ -307,7 +317,8 @@ class Claims:
                 margin:float|None=None, digits:int=1, verdict:str|None=None, paired:bool|None=None,
                 manipulation:str|tuple|None=None) -> Comparison:
         "Compare a with b and add the row; `table` asserts its adjusted verdict is `expect` ('>', '<', '=' or None)."
-        check_choice(expect, 'expect', ('>', '<', '=', None)); check_choice(paper, 'paper', ('>', '<', '=', None))
+        check_choice(expect, 'expect', ('>', '<', '=', None))
+        check_choice(paper, 'paper', ('>', '<', '=', None))
         manipulation = _manipulation(manipulation)
         c = compare_groups(a, b, names, margin=margin, paired=paired)
         self.rows.append(dict(claim=claim, comparison=c, expect=expect, paper=paper, paper_number=paper_number,
@@ -332,7 +343,7 @@ class Claims:
         if not (isinstance(confirm, dict) and confirm and all(isinstance(g, tuple) and len(g) == 2
                                                                 for g in confirm.values())):
             raise ValueError(f"`confirm` must map each setting to its groups (a, b), at least one, got {confirm!r:.80}")
-        if isinstance(holds, str) or (unknown := set(holds) - set(confirm)):
+        if isinstance(holds, str) or set(holds) - set(confirm):
             raise ValueError(f"`holds` must list settings of `confirm` {list(confirm)}, got {holds!r}")
         direction = None if states == '=' else states
         tests = {s: compare_groups(a, b, names, margin=margin, states=direction) for s, (a, b) in confirm.items()}
@@ -382,7 +393,9 @@ def table(self:Claims) -> 'pd.DataFrame':
     import pandas as pd
     rows, wrong, m = [], [], sum(len(_tests(r)) for r in self.rows)
     for r, c in zip(self.rows, self.adjusted()):
-        if 'tests' in r: rows.append(_confirmed_row(r, c, wrong)); continue
+        if 'tests' in r:
+            rows.append(_confirmed_row(r, c, wrong))
+            continue
         if c is not None and c.direction != r['expect']:
             states = f"{c.names[0]} {r['expect'] or '(no direction)'} {c.names[1]}"
             wrong.append(f"claim {r['claim']!r} states {states}; the data give {c.text(r['digits'])}")
@@ -423,9 +436,11 @@ def _paired(fresh, saved, tolerance, bounds) -> tuple:
     if not all(isinstance(g, (tuple, list)) and len(g) == 2 for g in (fresh, saved)):
         raise ValueError(f"`fresh` and `saved` must each be (a, b), one seed's two sides, got {fresh!r} and {saved!r}")
     fresh, saved = (tuple(_number(x, name) for x in g) for g, name in ((fresh, 'fresh'), (saved, 'saved')))
-    if (tolerance := _number(tolerance, 'tolerance')) < 0:
+    tolerance = _number(tolerance, 'tolerance')
+    if tolerance < 0:
         raise ValueError(f"`tolerance` must be >= 0, got {tolerance}")
-    if bounds is not None and tolerance >= (width := _number(bounds[1], 'bounds') - _number(bounds[0], 'bounds')):
+    width = None if bounds is None else _number(bounds[1], 'bounds') - _number(bounds[0], 'bounds')
+    if width is not None and tolerance >= width:
         raise ValueError(f"`tolerance` {tolerance:g} spans the statistic's whole range ({width:g}): a check that no "
                          "value could fail")
     return fresh, saved, tolerance

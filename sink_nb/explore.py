@@ -34,7 +34,8 @@ def use_offline(fmt:str='svg'):   # static format of plain charts: 'svg' or 'png
 
 def to_svg(chart) -> str:
     "A chart as standalone SVG text, rendered by vl-convert: no browser, no network."
-    buf = io.StringIO(); chart.save(buf, format='svg')
+    buf = io.StringIO()
+    chart.save(buf, format='svg')
     return buf.getvalue()
 
 EMBED_OPTIONS = {'renderer': 'canvas', 'actions': False}   # canvas: the SVG gradient ids of charts on one page collide
@@ -90,7 +91,8 @@ def chart_values(chart) -> list[str]:   # an Altair chart or a Vega-Lite dict
             out.extend(v for v in (x.get('datasets') or {}).values() if isinstance(v, str))
             for v in x.values(): walk(v)
         elif isinstance(x, list): [walk(v) for v in x]
-    walk(spec); return out
+    walk(spec)
+    return out
 
 # %% ../nbs/25_explore.ipynb #2599acc7
 def inline_csv(df:pd.DataFrame) -> alt.InlineData:
@@ -286,11 +288,13 @@ def _pattern_view(weights, tokens=None, max_tokens:int=128) -> tuple:
     max_tokens, w = check_int(max_tokens, 'max_tokens', 1, 128), _numpy(weights, 'weights', 2)
     s = w.shape[1] - w.shape[0]
     if s < 0: raise ValueError(f"`weights` must be (Q, n_slots + Q) with queries on rows, got shape {w.shape}")
-    m = min(w.shape[0], max_tokens); w = w[:m, :s + m]
+    m = min(w.shape[0], max_tokens)
+    w = w[:m, :s + m]
     qi, ki = np.nonzero(w)
     data = {'pattern': _csv(query=qi + 1, key=ki - s + 1, weight=w[qi, ki])}
     if tokens is None: return _pattern_template(s, m, None, False) + (data,)
-    t = _labelled(tokens).iloc[:m]; blank = [''] * (m - len(t))               # blanks if too few tokens
+    t = _labelled(tokens).iloc[:m]               # blanks if too few tokens
+    blank = [''] * (m - len(t))
     labels = tuple(['<slot>'] * s + [x[:12] for x in t.token] + blank)          # axis labels cut to 12 characters
     tips = np.array(['<slot>'] * s + _tips(t) + blank, dtype=object)
     data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=tips)  # the hover text, sent once

@@ -123,14 +123,16 @@ def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, 
     self.alpha_options[l] = self._read_options(module, mask, q.shape[2], kwargs) | self._sink_option(l, q, kwargs)
     ran = self._attend_with_lse(l, module, q, k, v, mask, kwargs)
     for what, x in (('q', q), ('k', k), ('v', v)):
-        if self.wants(name := f'blocks.{l}.attn.hook_{what}'): self.emit(name, x, **self.alpha_options[l])
+        name = f'blocks.{l}.attn.hook_{what}'
+        if self.wants(name): self.emit(name, x, **self.alpha_options[l])
     return l, ran
 
 @patch
 def _attend_with_lse(self:_Tap, l:int, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict):
     "Run a plain softmax call through the CPU flash kernel and emit each row's log-sum-exp, when wanted: the output."
     o, edited = self.alpha_options[l], self.edit is not None and l in self.edit.by_layer
-    if (not self.wants(name := f'blocks.{l}.attn.hook_lse') or edited or mask is not None or o['window']
+    name = f'blocks.{l}.attn.hook_lse'
+    if (not self.wants(name) or edited or mask is not None or o['window']
             or 'sink_logit' in o or module.training or kwargs.get('dropout')): return None
     ran = attention_with_lse(q, k, v, o['scale'], o['causal'])        # None unless float32 on CPU, equal head sizes
     if ran is not None: self.emit(name, ran[1], **o)                   # before q and k: α comes from it
@@ -187,7 +189,9 @@ def _sink_sdpa(module, query, key, value, attention_mask, **kwargs):
     elif layer is not None and 'sink_logit' in tap.alpha_options[layer]:
         out, w = _attention_with_sink(query, key, value, **tap.alpha_options[layer]), None
     else: out, w = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)   # (B, T, H, d_v)
-    if heads: out = out.clone(); out[:, :, heads] = 0.
+    if heads:
+        out = out.clone()
+        out[:, :, heads] = 0.
     return out, w
 
 def _attention_with_sink(q:Tensor, k:Tensor, v:Tensor, sink_logit:Tensor, causal:bool=True, window:int|None=None,
@@ -231,10 +235,12 @@ def _block_hooks(blocks:nn.ModuleList|None, emit:Callable, wants:Callable[[str],
     "Within the block, emit each block's input (hook_resid_pre) and output (hook_resid_post) where `wants` asks."
     handles = []
     for l, b in enumerate(blocks if blocks is not None else []):
-        if wants(pre := f'blocks.{l}.hook_resid_pre'):
+        pre = f'blocks.{l}.hook_resid_pre'
+        if wants(pre):
             hook = lambda m, args, kw, n=pre: emit(n, _first_tensor(args, kw))
             handles.append(b.register_forward_pre_hook(hook, with_kwargs=True))
-        if wants(post := f'blocks.{l}.hook_resid_post'):
+        post = f'blocks.{l}.hook_resid_post'
+        if wants(post):
             hook = lambda m, args, kw, out, n=post: emit(n, _first_tensor((out,), {}))
             handles.append(b.register_forward_hook(hook, with_kwargs=True))
     try: yield
@@ -259,7 +265,8 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
 def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
             ) -> tuple[object, dict]:
     "Forward under `sink_nb_tap`, emitting q, k, v and the residual stream: the output and each layer's α options."
-    blocks = _transformer_blocks(model); _warn_no_blocks(model, blocks, wants)
+    blocks = _transformer_blocks(model)
+    _warn_no_blocks(model, blocks, wants)
     tap = _Tap(blocks, emit, wants, edit, sdpa=bool(getattr(model, '_supports_sdpa', False)))
     with _attn_implementation(model, _IMPL), _active(tap), _block_hooks(blocks, emit, wants):
         out = _call(model, ids, base)
@@ -289,7 +296,8 @@ def _learned_sinks(model) -> list[bool]:
 # %% ../nbs/18_hf.ipynb #027b4a5f
 def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     "Forward with eager attention, emitting each layer's weights (hook_pattern) and the residual stream: the output."
-    blocks = _transformer_blocks(model); _warn_no_blocks(model, blocks, wants)
+    blocks = _transformer_blocks(model)
+    _warn_no_blocks(model, blocks, wants)
     switch = _attn_implementation(model, 'eager') if model._can_set_attn_implementation() else contextlib.nullcontext()
     with switch, _block_hooks(blocks, emit, wants): out = _call(model, ids, base, output_attentions=True)
     if not out.attentions or any(a is None for a in out.attentions):
@@ -301,7 +309,8 @@ def _eager(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True):
     for l, a in enumerate(out.attentions):                                               # (B, H, T, T) each
         causal = bool((a.triu(1) == 0).all())
         window = windows[l] if causal and l < len(windows) else None
-        if wants(name := f'blocks.{l}.attn.hook_pattern'):
+        name = f'blocks.{l}.attn.hook_pattern'
+        if wants(name):
             _check_within(a, window, l, model)
             if slotted and all(slotted): a = torch.cat([1 - a.sum(-1, keepdim=True), a], -1)   # the sink's share
             emit(name, a, causal=causal, window=window)
@@ -513,7 +522,10 @@ def _check_flags(**flags):
 # %% ../nbs/18_hf.ipynb #0861f1a6
 def _check_probe(probe, route, device, texts, eps, n, seed, T, batch_size) -> tuple[float, int, int, int, int]:
     "`measure`'s probe arguments checked: eps, n, seed, a T at which Sink_1 can tell a sink from chance, batch_size."
-    check_choice(probe, 'probe', PROBES); check_route(route); check_device(device); check_texts(texts)
+    check_choice(probe, 'probe', PROBES)
+    check_route(route)
+    check_device(device)
+    check_texts(texts)
     eps, n, seed = check_eps(eps), check_int(n, 'n', 1), check_int(seed, 'seed')
     T = check_probe_length(check_int(T, 'T', 2), eps)
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))

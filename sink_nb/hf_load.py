@@ -173,12 +173,14 @@ def layer_windows(config) -> list[int|None]:
     L, window = c.num_hidden_layers, getattr(c, 'sliding_window', None)
     if getattr(c, 'use_sliding_window', True) is False: window = None       # a Qwen2-style switch, off
     types = getattr(c, 'layer_types', None)
-    if types is None and isinstance(kinds := getattr(c, 'attention_layers', None), list):   # GPT-Neo: global, local
+    kinds = getattr(c, 'attention_layers', None)
+    if types is None and isinstance(kinds, list):   # GPT-Neo: global, local
         window, types = getattr(c, 'window_size', None), [_GPT_NEO.get(k, k) for k in kinds]
     if window is not None and (type(window) is not int or window < 1):
         raise ValueError(f"{type(c).__name__}.sliding_window must be an integer >= 1 or None, got {window!r}")
     if types is None: return [window] * L                                 # Mistral, Mixtral, Phi-3: every layer
-    if len(types) != L or (odd := sorted(set(types) - set(_WINDOWED))):
+    odd = sorted(set(types) - set(_WINDOWED))
+    if len(types) != L or odd:
         what = f"layer types {odd}" if len(types) == L else f"{len(types)} layer types for {L} layers"
         raise ValueError(f"{type(c).__name__} declares {what}: sink_nb measures layers of 'full_attention' or "
                          "'sliding_attention' only, where a window says which keys each query sees")

@@ -34,10 +34,12 @@ def edit_scores(
 ) -> Tensor:
     "The scores with key `key` of `heads` hidden (mask_sink) or set to its row's mean visible score (mean_sink)."
     check_choice(kind, 'kind', KINDS[:2])
-    s = scores.clone(); sub = s[:, heads]
+    s = scores.clone()
+    sub = s[:, heads]
     if kind == 'mask_sink': sub[..., key] = -math.inf
     else:
-        others = sub.isfinite(); others[..., key] = False
+        others = sub.isfinite()
+        others[..., key] = False
         mean = sub.masked_fill(~others, 0.).sum(-1) / others.sum(-1).clamp_min(1)
         sub[..., key] = torch.where(others.any(-1) & sub[..., key].isfinite(), mean, sub[..., key])
     s[:, heads] = sub
@@ -46,7 +48,8 @@ def edit_scores(
 # %% ../nbs/19_intervene.ipynb #c4812e44
 def _zero(heads:list[int]):
     def hook(z:Tensor, hook) -> Tensor:
-        z = z.clone(); z[:, heads] = 0.
+        z = z.clone()
+        z[:, heads] = 0.
         return z
     return hook
 
@@ -109,7 +112,8 @@ def _run(model, ids:Tensor, by_layer:dict, kind:str, batch_size:int) -> tuple[fl
     nll, options = [], dict(alpha_options=model.metric_options) if isinstance(model, SinkLM) else {}
     def forward(batch:Tensor, new_meter) -> SinkMeter:
         total, meter = _pass(model, batch, by_layer, kind, new_meter)
-        nll.append(total); return meter
+        nll.append(total)
+        return meter
     alpha, _ = meter_batches(forward, ids, batch_size, **options)
     return sum(nll) / ids[:, 1:].numel(), alpha
 
@@ -142,7 +146,8 @@ def _ids(model, inputs, tokenizer, T:int, n:int) -> Tensor:
     else:
         texts = [inputs] if isinstance(inputs, str) else inputs
         ids = probe_batch('natural', check_int(T, 'T', 2), check_int(n, 'n', 1), tokenizer, texts=texts, pack=True)[0]
-    if (limit := n_positions(model)) and ids.shape[1] > limit:
+    limit = n_positions(model)
+    if limit and ids.shape[1] > limit:
         raise ValueError(f"the inputs hold T={ids.shape[1]} tokens per sample, past the model's {limit} positions; "
                          f"use T <= {limit}")
     return ids

@@ -163,10 +163,12 @@ def column_sums_from_lse(
 
 def _column_sums_pass(q:Tensor, k:Tensor, lse:Tensor, scale:float|None, causal:bool) -> Tensor|None:
     "One transposed pass: the keys attend to the reversed queries, each carrying e^(low - lse_i) in its first value."
-    lse = lse.float(); low = lse.amin(-1, keepdim=True)
+    lse = lse.float()
+    low = lse.amin(-1, keepdim=True)
     if (lse.amax(-1, keepdim=True) - low).max() > _LSE_SPREAD: return None
     order = (lambda x: x.flip(2)) if causal else (lambda x: x)        # reversed, "rows i >= key j" is a causal mask
-    carry = torch.zeros_like(q); carry[..., 0] = order(torch.exp(low - lse))
+    carry = torch.zeros_like(q)
+    carry[..., 0] = order(torch.exp(low - lse))
     G = q.shape[1] // k.shape[1]
     out, lse_t = _FLASH_CPU(order(k if G == 1 else k.repeat_interleave(G, 1)), order(q), carry, 0.0,
                             causal and q.shape[2] > 1, scale=scale)
@@ -242,7 +244,8 @@ def head_norms(x:Tensor) -> Tensor:          # (B, H, T, d_h) keys or values -> 
 # %% ../nbs/03_metrics.ipynb #2a883b4b
 def query_key_alignment(q:Tensor, k:Tensor, key:int=0) -> tuple[Tensor, Tensor]:   # (B, H, T) each
     "cos(q_t, k_key) and ‖q_t‖·‖k_key‖ for every query and query head (GQA: the head's key head)."
-    check_tensor(q, 'q', ranks=(4,)); check_tensor(k, 'k', ranks=(4,))
+    check_tensor(q, 'q', ranks=(4,))
+    check_tensor(k, 'k', ranks=(4,))
     if q.shape[0] != k.shape[0] or q.shape[-1] != k.shape[-1] or q.shape[1] % k.shape[1]:
         raise ValueError(f"`q` (B, H, T, d_h) and `k` (B, H_kv, T, d_h) must agree, got {tuple(q.shape)} and "
                          f"{tuple(k.shape)}")
@@ -381,7 +384,8 @@ def _stack(per_layer:dict, what:str, first:int=0) -> Tensor:
     layers = sorted(per_layer)
     if layers != list(range(first, first + len(layers))):
         raise ValueError(f"{what}: hook values for layers {layers}; expected every layer from {first} without gaps")
-    if len(shapes := [tuple(per_layer[l].shape) for l in layers]) > 1 and len(set(shapes)) > 1:
+    shapes = [tuple(per_layer[l].shape) for l in layers]
+    if len(set(shapes)) > 1:
         raise ValueError(f"{what}: layers {layers} gave shapes {shapes}; a statistic has one shape (B, ...) in every "
                          "layer")
     return torch.stack([per_layer[l] for l in layers], 1)
@@ -390,7 +394,8 @@ def _stack(per_layer:dict, what:str, first:int=0) -> Tensor:
 def result(self:SinkMeter) -> tuple[Tensor|None, dict[str, Tensor]]:
     "α (B, L, H, n_slots + T) or None, and the statistics; a layer whose values never came is measured without them."
     for layer in sorted(self._held):
-        q, k, options = self._held.pop(layer); self._layer_pass(layer, q, k, None, options)
+        q, k, options = self._held.pop(layer)
+        self._layer_pass(layer, q, k, None, options)
     alpha = _stack(self.alpha, 'α') if self.alpha else None
     if alpha is not None: check_finite(alpha, 'alpha')
     stats = {name: _stack(v, name) for name, v in self.stats.items()}

@@ -33,7 +33,8 @@ __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'GATES', 'GateName', 'InitNam
 class RMSNorm(nn.Module):
     "RMSNorm computed in float32, as LLaMA's."
     def __init__(self, d:int, eps:float=1e-5):
-        super().__init__(); self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
     def reset_parameters(self): nn.init.ones_(self.weight)
     def forward(self, x:Tensor) -> Tensor:                          # torch's fused kernel: one op each way, not five
         return self.weight * F.rms_norm(x.float(), self.weight.shape, eps=self.eps).to(x.dtype)
@@ -45,7 +46,8 @@ NormName = Annotated[str, OneOf(NORMS)]
 class GatedMLP(nn.Module):
     "down(act(gate(x)) · up(x)): SwiGLU, GeGLU, ReGLU."
     def __init__(self, d:int, d_ff:int, act:Callable):
-        super().__init__(); self.act = act
+        super().__init__()
+        self.act = act
         self.gate, self.up = nn.Linear(d, d_ff, bias=False), nn.Linear(d, d_ff, bias=False)
         self.down = nn.Linear(d_ff, d, bias=False)
     def forward(self, x:Tensor) -> Tensor: return self.down(self.act(self.gate(x)) * self.up(x))
@@ -53,7 +55,8 @@ class GatedMLP(nn.Module):
 class PlainMLP(nn.Module):
     "down(act(up(x))): ReLU, GeLU, Swish."
     def __init__(self, d:int, d_ff:int, act:Callable):
-        super().__init__(); self.act = act
+        super().__init__()
+        self.act = act
         self.up, self.down = nn.Linear(d, d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
     def forward(self, x:Tensor) -> Tensor: return self.down(self.act(self.up(x)))
 
@@ -83,9 +86,13 @@ class SinkConfig:
     "Every knob of the paper's models as a field: a variant is a config, never a new model class."
     name:str = 'custom'
     # size
-    n_layer:PositiveInt = 2; n_embd:PositiveInt = 64; n_head:PositiveInt = 4
+    n_layer:PositiveInt = 2
+    n_embd:PositiveInt = 64
+    n_head:PositiveInt = 4
     n_kv_head:PositiveInt|None = None      # GQA key/value heads; None = n_head
-    d_ff:PositiveInt = 128; vocab_size:PositiveInt = 512; block_size:PositiveInt = 256
+    d_ff:PositiveInt = 128
+    vocab_size:PositiveInt = 512
+    block_size:PositiveInt = 256
     # attention
     attention:AttentionName = 'softmax'    # an operation of attention.ATTENTION_OPS
     normalize:bool|None = None             # row-normalise sigmoid, ELU and kernels; None = the operation's default
@@ -102,7 +109,8 @@ class SinkConfig:
     # positions, norms, FFN
     pos:PositionName = 'rope'
     rope_base:PositiveFloat = 10000.0
-    relative_buckets:PositiveInt = 32; relative_max_distance:PositiveInt = 128
+    relative_buckets:PositiveInt = 32
+    relative_max_distance:PositiveInt = 128
     norm_position:Literal['pre', 'post'] = 'pre'
     norm_type:NormName = 'rms'
     norm_eps:PositiveFloat = 1e-5
@@ -115,7 +123,10 @@ class SinkConfig:
     operation = property(lambda self: ATTENTION_OPS[self.attention])
     has_slot = property(lambda self: self.k_bias or self.sink_logit or self.operation.fixed_logit is not None)
     n_slots = property(lambda self: int(self.has_slot) + int(self.sink_token))
-    def __post_init__(self): _migrate(self); check_fields(self); _resolve(self)
+    def __post_init__(self):
+        _migrate(self)
+        check_fields(self)
+        _resolve(self)
 
 # %% ../nbs/07_model.ipynb #0a03600d
 _RENAMED = {'sink_logit': "attention='softmax', sink_logit=True", 'gated': "attention='softmax', gate='headwise'"}
@@ -278,7 +289,8 @@ def _after_attention(self:SelfAttention, out:Tensor, x:Tensor) -> Tensor:
 class Block(nn.Module):
     "One transformer block, pre- or post-norm, with or without an FFN."
     def __init__(self, cfg:SinkConfig):
-        super().__init__(); self.pre = cfg.norm_position == 'pre'
+        super().__init__()
+        self.pre = cfg.norm_position == 'pre'
         self.norm1, self.attn = NORMS[cfg.norm_type](cfg.n_embd, eps=cfg.norm_eps), SelfAttention(cfg)
         self.mlp = MLPS[cfg.mlp] and MLPS[cfg.mlp](cfg.n_embd, cfg.d_ff)
         self.norm2 = NORMS[cfg.norm_type](cfg.n_embd, eps=cfg.norm_eps) if self.mlp is not None else None
@@ -299,7 +311,8 @@ class Block(nn.Module):
 class SinkLM(nn.Module):
     "A decoder-only LM with every knob of the paper in its config."
     def __init__(self, cfg:SinkConfig):
-        super().__init__(); self.config = cfg
+        super().__init__()
+        self.config = cfg
         self.wte, self.pos = nn.Embedding(cfg.vocab_size, cfg.n_embd), POSITIONS[cfg.pos].from_config(cfg)
         if cfg.sink_token: self.sink = nn.Parameter(torch.zeros(1, 1, cfg.n_embd))
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
@@ -426,7 +439,8 @@ def run_with_cache(self:SinkLM, idx:Tensor, names_filter=None, **kwargs) -> tupl
 def mask_key_hook(heads, key:int=0):
     "A hook for `hook_attn_scores` that hides key `key` (0-based, slots first) from the given heads."
     def hook(scores:Tensor, hook) -> Tensor:
-        scores = scores.clone(); scores[:, heads, :, key] = -math.inf
+        scores = scores.clone()
+        scores[:, heads, :, key] = -math.inf
         return scores
     return hook
 

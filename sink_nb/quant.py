@@ -33,7 +33,8 @@ def fake_quantize(
     per_leading:bool=False,     # 'tensor': one scale per leading index (sample, head) instead of one in all
 ) -> Tensor:
     "`x` rounded to a symmetric `bits`-bit grid (round to nearest), in its own dtype."
-    Q = BITS[check_choice(bits, 'bits', BITS)]; check_choice(granularity, 'granularity', GRANULARITIES)
+    Q = BITS[check_choice(bits, 'bits', BITS)]
+    check_choice(granularity, 'granularity', GRANULARITIES)
     keep_first = check_int(keep_first, 'keep_first', 0, x.shape[-2] - 1)
     rest = x[..., keep_first:, :].float()
     a = rest.abs()
@@ -131,7 +132,8 @@ def _logits(model, ids:Tensor) -> Tensor:
 
 def _check_length(model, T:int):
     "T within the model's positions."
-    if isinstance(limit := n_positions(model), int) and T > limit:
+    limit = n_positions(model)
+    if isinstance(limit, int) and T > limit:
         raise ValueError(f"`ids` has T = {T} tokens, more than the model's {limit} positions")
 
 # %% ../nbs/21_quant.ipynb #3f2fe161
@@ -154,7 +156,8 @@ def quantisation_study(
     targets:str='acts',         # 'acts' (Linear inputs), 'weights', 'kv' (key/value projections) or 'all'
 ) -> dict:                      # ppl, nll (T - 1,) per position, and the setting
     "Perplexity of `ids` with `targets` fake-quantised to `bits` bits; the model is left as it was."
-    ids = _check_ids(ids, model).to(next(model.parameters()).device); B, T = ids.shape
+    ids = _check_ids(ids, model).to(next(model.parameters()).device)
+    B, T = ids.shape
     _check_length(model, T)
     if bits is not None and check_int(keep_first, 'keep_first', 0) > T - 2:          # the last token predicts nothing
         raise ValueError(f"`keep_first` = {keep_first} at T = {T} leaves no scored prediction made from a quantised "
@@ -171,7 +174,8 @@ def quantisation_study(
 @without_grad
 def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     "(L,) ‖h_1‖ / median_t ‖h_t‖ of the residual stream after each block, averaged over samples."
-    ids = _check_ids(ids, model).to(next(model.parameters()).device); _check_length(model, ids.shape[1])
+    ids = _check_ids(ids, model).to(next(model.parameters()).device)
+    _check_length(model, ids.shape[1])
     wanted = lambda name: name.endswith('hook_resid_post')
     with eval_mode(model):                                                  # no dropout in a measurement
         _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
@@ -193,7 +197,9 @@ def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 't
         for k in ((keep_first[0],) if weights_only else keep_first):
             row = dict(targets=t, bits=b, granularity=g, keep_first='-' if weights_only else k)
             if 'weights' in target_set(t) and g == 'token':               # said in the table, not dropped
-                rows.append(row | dict(ppl=math.nan, ratio=math.nan, note='weights have no tokens')); continue
+                rows.append(row | dict(ppl=math.nan, ratio=math.nan, note='weights have no tokens'))
+                continue
             ppl = quantisation_study(model, ids, b, g, k, t)['ppl']
             rows.append(row | dict(ppl=ppl, ratio=ppl / base['ppl'], note=''))
-    return (df := pd.DataFrame(rows)).drop(columns=[] if df.note.any() else ['note'])     # notes only if any
+    df = pd.DataFrame(rows)
+    return df.drop(columns=[] if df.note.any() else ['note'])     # notes only if any

@@ -366,7 +366,8 @@ def check_report_folder(out) -> Path:
     "A folder a report may be written to: new, empty, or holding only a report; never inside a run folder; writable."
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir(): raise ValueError(f"`out`={out} is a file; give a folder for the report")
-    if run := next((p for p in (out.resolve(), *out.resolve().parents) if Run(p).is_run), None):
+    run = next((p for p in (out.resolve(), *out.resolve().parents) if Run(p).is_run), None)
+    if run:
         raise ValueError(f"`out`={out} is inside the run folder {run}: write the report elsewhere")
     if out.is_dir():
         names = [p.name for p in out.iterdir()]
@@ -382,7 +383,8 @@ _TEMPORARY = re.compile(r'\.report\.(json|html)\.tmp-(\d+)')       # write_text_
 
 def _left_by_a_dead_writer(name:str) -> bool:
     "A report file's temporary whose process is gone (killed while writing): a leftover, removed when saving."
-    if (found := _TEMPORARY.fullmatch(name)) is None: return False
+    found = _TEMPORARY.fullmatch(name)
+    if found is None: return False
     try: os.kill(int(found[2]), 0)
     except (ProcessLookupError, OverflowError): return True              # no such process
     except PermissionError: return False                                  # alive, someone else's
@@ -415,8 +417,11 @@ def _check_report_args(model, out, texts, T, n, eps, divisor, dtype, device, qua
         raise ValueError("`texts`: a run is measured on its own held-out probe; pass texts=None")
     if out is not None: check_report_folder(out)
     T = check_int(T, 'T', 2, allow_none=True)
-    check_choice(divisor, 'divisor', DIVISORS); check_choice(dtype, 'dtype', (None, 'float32', 'bfloat16', 'float16'))
-    check_device(device); check_bool(quantize, 'quantize'); check_bool(evict, 'evict')
+    check_choice(divisor, 'divisor', DIVISORS)
+    check_choice(dtype, 'dtype', (None, 'float32', 'bfloat16', 'float16'))
+    check_device(device)
+    check_bool(quantize, 'quantize')
+    check_bool(evict, 'evict')
     window, sinks = check_int(window, 'window', 1, allow_none=True), check_int(sinks, 'sinks', 0)
     if window is None: window = run.config.model.block_size // 4 if run is not None else _WINDOW
     if evict: check_study_args(_eviction_length(run, window), window, sinks, cached_policies())
@@ -440,13 +445,15 @@ def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict
         bar.set_description('report: int8 cost')
         ids = loaded[1] if run is not None else model_probe('natural', T, n, loaded[1], loaded[2], texts=texts,
                                                                  pack=True)[0]
-        costs['quantisation'] = cost_of_quantising(model, ids.to(device)); bar.update()
+        costs['quantisation'] = cost_of_quantising(model, ids.to(device))
+        bar.update()
     if evict:
         bar.set_description('report: eviction cost')
         length = _eviction_length(run, window)
         ids = long_ids(loaded[1], length) if run is None else run.validation_tokens(length)
         text = 'built-in natural text' if run is None else "the run's held-out validation tokens"
-        costs['eviction'] = cost_of_evicting(model, ids.to(device), window, sinks, progress, text); bar.update()
+        costs['eviction'] = cost_of_evicting(model, ids.to(device), window, sinks, progress, text)
+        bar.update()
     return costs
 
 # %% ../nbs/28_report.ipynb #d413f24f
@@ -481,10 +488,13 @@ def report(
     costs = _costs(run, loaded, texts, res.T, res.N, quantize, evict, window, sinks, bar, progress)
     bar.set_description('report: numbers')
     numbers = report_data(res, where, data, eps, **costs)
-    bar.update(); bar.set_description('report: charts')
+    bar.update()
+    bar.set_description('report: charts')
     svgs = {name: chart_svg(c, name) for name, c in report_charts(numbers).items()}
-    bar.update(); bar.set_description('report: page')
+    bar.update()
+    bar.set_description('report: page')
     rep = Report(report_page(numbers, svgs), numbers)
     if out is not None: rep.save(out)
-    bar.update(); bar.close()
+    bar.update()
+    bar.close()
     return rep

@@ -75,7 +75,8 @@ def first_key_problem(T:int, window:int|None=None, prefix:int=0, divisor:str='re
         return (f"the reference divisor caps α₁ at {min(window, T)}/{T} = {min(window, T) / T:.3g} <= ε = {eps} with a "
                 f"window of {window} keys, so Sink_1 is 0 by construction: measure with divisor='visible' or T <= "
                 f"{int(window / eps)}")
-    if (chance := uniform_first_alpha(T, window, prefix, divisor)) > eps:
+    chance = uniform_first_alpha(T, window, prefix, divisor)
+    if chance > eps:
         return (f"a head spreading its attention evenly already has α₁ = {chance:.3g} > ε = {eps} at T = {T}"
                 + (f" with a window of {window} keys" if window else '') + f" ({divisor} divisor), so Sink_1 counts "
                 "heads that do not sink: measure with a longer T"
@@ -99,7 +100,8 @@ def _even_first_alpha(T:int, window:int|None, prefix:int, divisor:str) -> float:
 def _chance_problem(T:int, window:int|None, prefix:int, divisor:str, eps:float, sink_token:bool) -> str|None:
     "Why an evenly spreading head already passes ε on the first real key (behind a sink token too); None if not."
     if not sink_token: return first_key_problem(T, window, prefix, divisor, eps)
-    if (chance := _even_first_alpha(T, window, prefix, divisor)) <= eps: return None
+    chance = _even_first_alpha(T, window, prefix, divisor)
+    if chance <= eps: return None
     return (f"a head spreading its attention evenly over the sink token and the keys it sees already has α₁ = "
             f"{chance:.3g} > ε = {eps} at T = {T}" + (f" with a window of {window} keys" if window else '')
             + f" ({divisor} divisor), so Sink_1 counts heads that do not sink: measure with a longer T"
@@ -121,7 +123,8 @@ def key_problems(
     chance:bool=True,             # also refuse Sink_1 where an evenly spreading head passes ε
 ) -> dict[int, str]:              # k (from 1) -> why Sink_k^ε says nothing about the model
     "Real keys k whose Sink_k^ε a window (of any layer) caps at ε or below, or chance alone passes: k -> why."
-    T, eps = check_int(T, 'T', 1), check_eps(eps); check_choice(divisor, 'divisor', DIVISORS)
+    T, eps = check_int(T, 'T', 1), check_eps(eps)
+    check_choice(divisor, 'divisor', DIVISORS)
     windows = window if isinstance(window, (list, tuple)) else [window]
     windows, out = check_windows(windows, len(windows)), {}
     for w in sorted(set(windows), key=lambda w: (w is None, w or 0)):           # the narrowest window first
@@ -132,8 +135,9 @@ def key_problems(
             out[k] = (f"the reference divisor caps α_{k} at {c:.3g} <= ε = {eps} with a window of {w} keys at T = "
                       f"{T}{where}, so Sink_{k} is 0 by construction: measure with divisor='visible', or T <= "
                       f"{_longest_T(w, eps, k)}")
-        if chance and 1 not in out and (why := _chance_problem(T, w, prefix, divisor, eps, sink_token)):
-            out[1] = why + where
+        if chance and 1 not in out:
+            why = _chance_problem(T, w, prefix, divisor, eps, sink_token)
+            if why: out[1] = why + where
     return dict(sorted(out.items()))
 
 # %% ../nbs/04_results.ipynb #20b93f03
@@ -160,7 +164,7 @@ def rate(self:SinkResult, k:int|None=1, eps:float=0.3, by:str|None=None, definit
         if k != 1: raise ValueError(f"definition='query' counts the first token only (k=1), got k={k!r}")
         return self.query_rate(eps, by)
     real, problems = self.alpha[..., self.n_slots:], self.rate_problems(check_eps(eps))
-    if k is not None and (why := problems.get(check_int(k, 'k', 1, self.T))): raise ValueError(f"Sink_{k}: {why}")
+    if k is not None and check_int(k, 'k', 1, self.T) in problems: raise ValueError(f"Sink_{k}: {problems[k]}")
     rates = sink_rate(real, eps, None) if by is None else 100 * (real > eps).double().mean(_BY_DIMS[by])
     rates[..., [j - 1 for j in problems]] = math.nan                          # (T,), (dim, T) or (L, H, T)
     return rates if k is None else (rates[..., k - 1].item() if by is None else rates[..., k - 1])
@@ -177,7 +181,8 @@ def query_rate(self:SinkResult, eps:float=0.3, by:str|None=None) -> float|Tensor
     if 'first_key_rows' not in self.stats:
         raise ValueError("the per-query rate needs the head statistic 'first_key_rows': measure with "
                          "head_stats=('first_key_rows',) (sink-nb measure and report keep it)")
-    if not on_query_grid(eps := check_eps(eps)):
+    eps = check_eps(eps)
+    if not on_query_grid(eps):
         raise ValueError(f"`eps` = {eps} is off the per-query rate's grid: multiples of 1/{FIRST_KEY_BINS}")
     m = round(eps * FIRST_KEY_BINS)
     above = self.stats['first_key_rows'][..., m + 1:].sum(-1).double()      # (N, L, H): share of queries above ε
@@ -280,14 +285,17 @@ _FORMAT = 'sink_nb.SinkResult/2'
 def _digest(tensors:dict) -> str:
     "SHA-256 over every tensor's name and bytes, in name order."
     h = hashlib.sha256()
-    for name in sorted(tensors): h.update(name.encode()); h.update(tensors[name].contiguous().numpy().tobytes())
+    for name in sorted(tensors):
+        h.update(name.encode())
+        h.update(tensors[name].contiguous().numpy().tobytes())
     return h.hexdigest()
 
 @patch
 def save(self:SinkResult, path) -> Path:
     "Write α, the statistics and a JSON header (tokens, name, slots, metadata, checksum) to one .safetensors file."
     from safetensors.torch import save_file
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {'alpha': self.alpha.contiguous()} | {f'stats.{k}': v.contiguous() for k, v in self.stats.items()}
     header = dict(format=_FORMAT, name=self.name, n_slots=self.n_slots, tokens=self.tokens, metadata=self.metadata,
                   sha256=_digest(tensors))

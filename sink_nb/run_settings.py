@@ -34,7 +34,9 @@ class TrainConfig:
     steps:PositiveInt = 1000
     batch_size:PositiveInt = 64         # sequences per optimiser step, all processes together
     micro_batch:PositiveInt|None = None # sequences per forward per process; None = all of this process's share
-    lr:PositiveFloat = 4e-4; min_lr:NonNegativeFloat = 4e-5; warmup:NonNegativeInt = 100
+    lr:PositiveFloat = 4e-4
+    min_lr:NonNegativeFloat = 4e-5
+    warmup:NonNegativeInt = 100
     schedule:Literal['cosine', 'constant'] = 'cosine'   # 'constant': the reference's configs (min_lr = lr)
     betas:list = field(default_factory=lambda: [0.9, 0.95])
     weight_decay:NonNegativeFloat = 0.1
@@ -43,7 +45,8 @@ class TrainConfig:
     # sink tracking
     eval_every:PositiveInt = 100
     eval_batches:PositiveInt = 4
-    probe_n:PositiveInt = 100; probe_T:PositiveInt = 64   # the paper's 100 sequences of 64 tokens
+    probe_n:PositiveInt = 100   # the paper's 100 sequences of 64 tokens
+    probe_T:PositiveInt = 64
     sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
     eps:OpenUnitFloat = 0.3
     divisor:Annotated[str, OneOf(DIVISORS)] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
@@ -60,9 +63,12 @@ class TrainConfig:
     overwrite:bool = False              # delete the run in out_dir (only what sink_nb wrote) and start again
     allow_changes:list = field(default_factory=list)    # fields that may differ from the run's on resume (recorded)
     progress:bool = True
-    wandb:bool = False; tensorboard:bool = False
+    wandb:bool = False
+    tensorboard:bool = False
 
-    def __post_init__(self): check_fields(self); _check_train(self)
+    def __post_init__(self):
+        check_fields(self)
+        _check_train(self)
 
 # %% ../nbs/10_run_settings.ipynb #36b264d5
 def _check_train(cfg:TrainConfig):

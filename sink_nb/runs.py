@@ -164,7 +164,8 @@ def _read_log(path:Path, quiet:bool=False) -> Iterator[Evaluation|Event]:
             except ValueError as e: why = str(e)
             else:
                 if isinstance(rec, Evaluation): last = rec.step
-                yield rec; continue
+                yield rec
+                continue
             if not quiet: warnings.warn(f"{path}: line {i} dropped: {why}", stacklevel=3)
 
 # %% ../nbs/11_runs.ipynb #2564353b
@@ -223,7 +224,8 @@ def check_checkpoint(self:Run, ckpt:dict, resuming:bool=False) -> dict:
         raise ValueError(f"{self.path}: checkpoint step {step} was trained with other settings than {self.CONFIG} "
                          f"holds for that step ({wrong}); the file was edited after training: restore it")
     model = lambda s: {k: v for k, v in s.items() if k.startswith('model.')}
-    if not resuming and (changed := _differences(model(saved), model(self.settings()))):
+    changed = '' if resuming else _differences(model(saved), model(self.settings()))
+    if changed:
         raise ValueError(f"{self.path}: checkpoint step {step} is a model of other settings ({changed}) than the run "
                          "has now (a change accepted on resume, and no checkpoint since): train on to measure it")
     return ckpt
@@ -232,7 +234,8 @@ def check_checkpoint(self:Run, ckpt:dict, resuming:bool=False) -> dict:
 def checkpoint(self:Run, step:int|None=None) -> dict:
     "Checkpoint `step`, verified, and trained under the run's settings (default: the newest good one)."
     if step is None:
-        if (ckpt := latest_good_checkpoint(self.path)) is None:
+        ckpt = latest_good_checkpoint(self.path)
+        if ckpt is None:
             raise FileNotFoundError(f"{self.path} holds no complete checkpoint")
         return self.check_checkpoint(ckpt)
     if check_int(step, 'step', 0) not in self.checkpoints:                    # 10.0 is not the checkpoint step10
@@ -278,7 +281,9 @@ def _write(self:Run, name:str, write):
     "Record `name`, write it through `write(temporary path)`, rename: a crash leaves the old file whole."
     self._record(name)
     tmp = self.path / f'.{name}.tmp'
-    try: write(tmp); os.replace(tmp, self.path / name)
+    try:
+        write(tmp)
+        os.replace(tmp, self.path / name)
     except (OSError, SafetensorError) as e:
         tmp.unlink(missing_ok=True)
         if is_disk_full(e): raise OSError(errno.ENOSPC, f"disk full while writing {self.path / name}") from None
@@ -295,7 +300,9 @@ class EvalSet:
     def digest(self) -> str:
         "SHA-256 of the shapes and token ids."
         h = hashlib.sha256()
-        for t in (self.val, self.probe): h.update(str(tuple(t.shape)).encode()); h.update(t.long().numpy().tobytes())
+        for t in (self.val, self.probe):
+            h.update(str(tuple(t.shape)).encode())
+            h.update(t.long().numpy().tobytes())
         return h.hexdigest()
 
 # %% ../nbs/11_runs.ipynb #be85f3c7
@@ -354,7 +361,8 @@ def result(self:Run, step:int|None=None) -> SinkResult:
     stamp, path = dict(step=step, config=self.fingerprint()), self._own(self.RESULT)
     try: res = SinkResult.load(path) if path.is_file() else None
     except (OSError, ValueError, SafetensorError) as e:
-        warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again"); res = None
+        warnings.warn(f"{path} cannot be read ({e}); measuring the checkpoint again")
+        res = None
     if res is None or any(res.metadata.get(k) != v for k, v in stamp.items()):
         res = measure_model(model, self.eval_set().probe, name=self.config.model.name, activations=False,
                             divisor=self.config.train.divisor)
@@ -461,7 +469,8 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
         started = ', '.join(contents[:5])
         warnings.warn(f"{self.path} holds only what a run's start wrote before it was stopped ({started}): starting "
                       "afresh", stacklevel=3)
-        self._remove_written(); contents = []
+        self._remove_written()
+        contents = []
     if contents and not (resume and self.is_run):
         what = 'a run' if self.is_run else 'files that are not a run'
         if not overwrite:
@@ -473,10 +482,12 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
         for name in (self.CONFIG, self.METRICS, self.CHECKPOINTS, self.SUMMARY, self.RESULT):
             if (self.path / name).exists() and not (self.path / name).is_symlink(): self._record(name)
     try:
-        self._record(self.CHECKPOINTS); (self.path / self.CHECKPOINTS).mkdir(exist_ok=True)
+        self._record(self.CHECKPOINTS)
+        (self.path / self.CHECKPOINTS).mkdir(exist_ok=True)
         for d in (self.path, self.path / self.CHECKPOINTS):
             probe = d / f'.write-test-{os.getpid()}'
-            probe.write_text('ok'); probe.unlink()
+            probe.write_text('ok')
+            probe.unlink()
     except OSError as e:
         if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS): raise
         raise PermissionError(f"{self.path} is not writable ({e.strerror}); a run writes its checkpoints "
@@ -486,7 +497,8 @@ def claim(self:Run, resume:bool=False, overwrite:bool=False):
 @patch
 def _live_owner(self:Run) -> dict|None:
     "The process holding the run's lock when it is alive on this host (or on another host: it cannot be checked)."
-    owner = lock_owner(lock := self.path / self.LOCK)
+    lock = self.path / self.LOCK
+    owner = lock_owner(lock)
     if owner is None or stale_lock(lock, owner, dict(host=socket.gethostname())): return None
     return owner or dict(pid='?', host='?', starting=True)          # an empty fresh lock: a process taking it
 

@@ -61,7 +61,10 @@ def make_optimizer(model:nn.Module, cfg:TrainConfig, params:dict|None=None) -> t
 # %% ../nbs/16_train.ipynb #5bacf789
 @dataclass
 class Dist:
-    rank:int = 0; world:int = 1; local_rank:int = 0; device:torch.device = torch.device('cpu')
+    rank:int = 0
+    world:int = 1
+    local_rank:int = 0
+    device:torch.device = torch.device('cpu')
     main = property(lambda self: self.rank == 0)
 
 def setup_distributed() -> Dist:
@@ -95,12 +98,15 @@ def _load_states(model, wrapped, optimizer, ckpt:dict, cfg:TrainConfig, dist:Dis
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
         set_state_dict(wrapped, optimizer, model_state_dict=ckpt['model'], optim_state_dict=ckpt['optimizer'],
                        options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=False))
-    else: model.load_state_dict(ckpt['model']); optimizer.load_state_dict(ckpt['optimizer'])
+    else:
+        model.load_state_dict(ckpt['model'])
+        optimizer.load_state_dict(ckpt['optimizer'])
 
 def _all_mean(x:float, dist:Dist) -> float:
     if dist.world == 1: return x
     t = torch.tensor([x], dtype=torch.float64, device=dist.device if dist.device.type == 'cuda' else 'cpu')
-    torch.distributed.all_reduce(t); return t.item() / dist.world
+    torch.distributed.all_reduce(t)
+    return t.item() / dist.world
 
 # %% ../nbs/16_train.ipynb #94faf2f2
 def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
@@ -138,9 +144,19 @@ def _finite(model:nn.Module, dist:Dist) -> bool:
 @dataclass
 class _TrainState:
     "The state a training loop carries."
-    model:nn.Module; wrapped:nn.Module; fwd:nn.Module; optimizer:torch.optim.Optimizer; dist:Dist; autocast:object
-    folder:Run; step:int = 0; position:int = 0; tokens:int = 0
-    running:list = field(default_factory=list); record:dict = field(default_factory=dict); result:object = None
+    model:nn.Module
+    wrapped:nn.Module
+    fwd:nn.Module
+    optimizer:torch.optim.Optimizer
+    dist:Dist
+    autocast:object
+    folder:Run
+    step:int = 0
+    position:int = 0
+    tokens:int = 0
+    running:list = field(default_factory=list)
+    record:dict = field(default_factory=dict)
+    result:object = None
     started:float = field(default_factory=time.perf_counter)   # moved back by the time a resumed run had trained
 
 log = logging.getLogger('sink_nb')
@@ -174,7 +190,9 @@ def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
 
 def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, folder:Run) -> _TrainState:
     "Seed, build the model and optimizer, and restore the last good checkpoint when resuming."
-    torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    random.seed(cfg.seed)
     model = SinkLM(model_cfg).to(dist.device)
     wrapped = _wrap(model, cfg, dist)
     optimizer = make_optimizer(model, cfg)                     # after sharding: FSDP2's parameters are DTensors
@@ -194,7 +212,8 @@ def _restore(run:_TrainState, cfg:TrainConfig, ckpt:dict|None):
     if state['step'] > cfg.steps:
         raise ValueError(f"{run.folder.path} is at step {state['step']} (its last good checkpoint); "
                          f"`steps`={cfg.steps} is behind it: resume with steps >= {state['step']}")
-    _load_states(run.model, run.wrapped, run.optimizer, ckpt, cfg, run.dist); set_rng_state(ckpt['rng'])
+    _load_states(run.model, run.wrapped, run.optimizer, ckpt, cfg, run.dist)
+    set_rng_state(ckpt['rng'])
     run.step, run.position, run.tokens, run.running = (state[k] for k in ('step', 'position', 'tokens', 'running'))
     run.started -= state.get('elapsed', 0.0)
 
@@ -227,7 +246,8 @@ def _step(run:_TrainState, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, 
         loss_sum += loss.item()
     loss_sum = _all_mean(loss_sum, run.dist)
     if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.grad_clip)
-    run.optimizer.step(); run.optimizer.zero_grad(set_to_none=True)
+    run.optimizer.step()
+    run.optimizer.zero_grad(set_to_none=True)
     return loss_sum
 
 # %% ../nbs/16_train.ipynb #412c0f1e
@@ -274,7 +294,8 @@ def _progress(cfg:TrainConfig, step:int, label:str=''):
 
 def _progress_step(bar, step:int, steps:int, loss:float, tok_s:float):
     if bar is None or isinstance(bar, _Lines): return
-    bar.update(1); bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
+    bar.update(1)
+    bar.set_postfix(loss=f'{loss:.3f}', tok_s=f'{tok_s:.0f}')
 
 def _progress_say(bar, text:str):
     "One line of progress between evaluations: printed, or written above a bar; always logged."
@@ -509,7 +530,12 @@ def train_seeds(
 @dataclass
 class _SeedRun:
     "One run of a seed batch: its state, settings, data, and the global random state it would have alone."
-    run:_TrainState; cfg:TrainConfig; data:RunData; evals:EvalSet; rng:dict; stopped:Exception|None = None
+    run:_TrainState
+    cfg:TrainConfig
+    data:RunData
+    evals:EvalSet
+    rng:dict
+    stopped:Exception|None = None
 
     def alone(self, fn:Callable):
         "fn() with the global random state this run would have if it trained alone."
@@ -574,7 +600,9 @@ def _seed_advance(r:_SeedRun, loss:float, callbacks:list):
     if r.stopped is not None: return
     for cb in callbacks: cb(run.step, run.model, loss)
     try: _guard(run, loss)
-    except NonFiniteTraining as e: r.stopped = e; return
+    except NonFiniteTraining as e:
+        r.stopped = e
+        return
     run.running.append(loss)
 
 # %% ../nbs/16_train.ipynb #3d8d7b68

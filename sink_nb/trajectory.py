@@ -184,7 +184,8 @@ def resolve_source(source) -> Source:
     "What `source` is — a run folder, a model folder, a GGUF file or a hub id — asked of the disk once."
     if isinstance(source, Source): return source
     given = str(source) if isinstance(source, Path) else source       # a Path may still spell a hub id: 'org/m'
-    if (local := local_path(given, 'sources')) is None: return Source('hub', given)   # a missing path fails, named
+    local = local_path(given, 'sources')
+    if local is None: return Source('hub', given)   # a missing path fails, named
     if local.is_dir():
         run = Run(local)
         return Source('run', given, run.path, run=run) if run.is_run else Source('folder', given, local)
@@ -247,7 +248,8 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
         raise ValueError(f"{what} names a checkpoint twice")
     at, name = {}, lambda p: p.source.given + (f'@{p.source.revision}' if p.source.revision else '')
     for p in points:                                      # 'step100' and 'step0100': two points at one step
-        if p.step is not None and (q := at.setdefault(p.step, p)) is not p:
+        q = p if p.step is None else at.setdefault(p.step, p)
+        if q is not p:
             raise ValueError(f"{name(q)} and {name(p)} both claim step {p.step}: a series has one checkpoint a step")
     return sorted(points, key=lambda p: p.step) if all(p.step is not None for p in points) else points
 
@@ -322,7 +324,8 @@ def hf_probes(tokenizer, config, T:int|None, n:int, texts, seed:int) -> Probes:
 
 def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
     "The probes within the model's positions, and Sink_1 on them able to vary (a window's cap, or chance passing ε)."
-    if (limit := n_positions(model)) and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
+    limit = n_positions(model)
+    if limit and max(probes.text.shape[1], probes.induction.shape[1]) > limit:
         raise ValueError(f"`T`={probes.text.shape[1]} is past the {limit} positions of {point.label}")
     T, settings = probes.text.shape[1], rate_settings(model, probes.info.get('divisor', 'reference'))
     if why := key_problems(T, eps=eps, **settings).get(1):          # as `compare` refuses it
@@ -331,7 +334,8 @@ def check_probes_fit(point:Checkpoint, model, probes:Probes, eps:float):
 # %% ../nbs/27_trajectory.ipynb #e811e93c
 def load_point(point:Checkpoint, dtype=None, device=None) -> tuple[object, int|None, object]:
     "The model of one checkpoint, the tokens it had seen, and its tokenizer (None for a run's SinkLM)."
-    if not (run := point.source.run):
+    run = point.source.run
+    if not run:
         from sink_nb.hf_load import load_model                          # here: see the imports
         model, tokenizer, _ = load_model(model_source(point), None, dtype, device)
         return model, point.tokens, tokenizer
