@@ -14,9 +14,10 @@ from torch import Tensor
 from fastcore.basics import patch_to
 
 from .checks import check_choice, check_int
-from .corpora import BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, get_tokenizer
-from .shards import (FORMAT_VERSION, Encoder, TokenShards, document_batches, ensure_prepared, token_dtype,
-                            tokenizer_key)
+from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, get_tokenizer,
+                            hub_reachable, local_path)
+from .shards import (FORMAT_VERSION, Encoder, TokenShards, document_batches, ensure_prepared, prepared_path,
+                            token_dtype, tokenizer_key)
 from .model import SinkConfig
 from .runs import EvalSet
 from .run_settings import TrainConfig
@@ -24,7 +25,7 @@ from .run_settings import TrainConfig
 # %% auto #0
 __all__ = ['PROBES', 'BIGRAM_SAMPLER', 'Sequences', 'pack', 'random_tokens', 'fix_token', 'token_budget', 'prefix_loss_mask',
            'probe_batch', 'document_probe', 'RunData', 'manipulate_batch', 'bigram_rows', 'prepare_data',
-           'check_token_ids', 'eval_set']
+           'check_token_ids', 'eval_set', 'missing_requirements']
 
 # %% ../nbs/15_data.ipynb #7ee47045
 class Sequences:
@@ -406,3 +407,26 @@ def eval_set(data:RunData, cfg:TrainConfig, vocab_size:int) -> EvalSet:
     val = torch.stack(batches)
     check_token_ids(data.probe, vocab_size, 'the probe')
     return EvalSet(check_token_ids(val, vocab_size, 'the validation data'), data.probe, data.probe_info)
+
+# %% ../nbs/15_data.ipynb #3d8d7b68
+def _local(name:str|None, what:str='source') -> bool:
+    """Is `name` on this machine: a built-in corpus or tokenizer, a path, or a tokenizer in the local hub cache? A local
+    path that is not there fails here, naming `what` (`corpora.local_path`), never as a malformed hub id."""
+    if name is None or name in ('bytes', 'bigram-backcopy') + tuple(TEXT_CORPORA) or local_path(name, what) is not None:
+        return True
+    from huggingface_hub import try_to_load_from_cache
+    return isinstance(try_to_load_from_cache(name, 'tokenizer_config.json'), str)
+
+# %% ../nbs/15_data.ipynb #2ab4fd7f
+def missing_requirements(model_cfg:SinkConfig, cfg:TrainConfig) -> str:
+    "One sentence on what the run needs from the hub and cannot reach, and how to give local copies; '' if nothing."
+    needs = []
+    if not _local(cfg.tokenizer, 'tokenizer'): needs.append(f'the tokenizer {cfg.tokenizer}')
+    if not (_local(cfg.corpus, 'corpus') or _prepared_exists(cfg)): needs.append(f'the dataset {cfg.corpus}')
+    if not needs or hub_reachable(): return ''
+    return (f"this run needs {' and '.join(needs)} from the Hugging Face hub, which cannot be reached"
+            f"{' (HF_HUB_OFFLINE is set)' if os.environ.get('HF_HUB_OFFLINE') else ''}. Point at local copies with "
+            f"tokenizer=PATH and corpus=PATH (files, a folder, or a folder made by `sink-nb prepare`).")
+
+def _prepared_exists(cfg:TrainConfig) -> bool:
+    return (prepared_path(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args) / 'meta.json').exists()

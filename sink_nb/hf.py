@@ -24,8 +24,8 @@ from .attention import (DIVISORS, NORMALIZERS, AttentionSpec, attend, attention_
 from .checks import (check_bool, check_choice, check_device, check_eps, check_int, check_token_ids, eval_mode,
                             grad_off, interrupt_safe, without_grad)
 from .data import PROBES
-from .hf_load import (OPEN_MODELS, check_length, check_texts, layer_windows, load_config, load_model,
-                             model_probe, probe_tokenizer, resolve_model, window_problem)
+from .hf_load import (OPEN_MODELS, check_model_T, check_texts, check_windows_seen, layer_windows, load_config,
+                             load_model, model_probe, probe_tokenizer, resolve_model, window_problem)
 from .head_stats import select_head_stats
 from .metrics import SinkMeter, attention_with_lse, meter_batches
 from .results import SinkResult
@@ -33,8 +33,7 @@ from .model import SinkLM, name_filter
 
 # %% auto #0
 __all__ = ['ROUTES', 'check_route', 'Unsupported', 'EditPlan', 'can_route_qk', 'Pass', 'run_with_hooks', 'run_with_cache',
-           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'check_windows_seen', 'measure_ids', 'measure',
-           'measure_many']
+           'pattern_from_model', 'pattern_from_hf', 'pattern_source', 'measure_ids', 'measure', 'measure_many']
 
 # %% ../nbs/18_hf.ipynb #55f8d2a2
 ROUTES = ('auto', 'qk', 'eager')
@@ -262,6 +261,7 @@ def _call(model, ids:Tensor, base:bool=True, **kwargs):
     if 'use_cache' in inspect.signature(m.forward).parameters: kwargs['use_cache'] = False
     return m(input_ids=ids, **kwargs)
 
+# %% ../nbs/18_hf.ipynb #721e8245
 def _qk_pass(model, ids:Tensor, emit:Callable, wants:Callable, base:bool=True, edit:EditPlan|None=None
             ) -> tuple[object, dict]:
     "Forward under `sink_nb_tap`, emitting q, k, v and the residual stream: the output and each layer's α options."
@@ -464,17 +464,6 @@ def pattern_source(
     if isinstance(model, PreTrainedModel): return pattern_from_hf(model, ids, max_tokens, cache, route)
     raise TypeError(f"`model` must be a SinkLM or a transformers model, got {type(model).__name__}")
 
-# %% ../nbs/18_hf.ipynb #9c963800
-def check_windows_seen(model, alpha_options:dict, T:int):
-    "The window each layer of a chunked pass attended over (from its mask) against `layer_windows` of its config."
-    declared, binding = layer_windows(model.config), lambda w: w if w is not None and w < T else None
-    for l, o in alpha_options.items():
-        want = declared[l] if l < len(declared) else None
-        if o['causal'] and binding(o['window']) != binding(want):
-            raise ValueError(f"layer {l} of {type(model).__name__} attended over a window of {o['window']} keys at "
-                             f"T = {T}, but its config declares {want}: which keys a query sees, and so what α of "
-                             "the first key can reach, is unknown")
-
 # %% ../nbs/18_hf.ipynb #c0a2f6b9
 @without_grad
 def measure_ids(
@@ -531,12 +520,6 @@ def _check_probe(probe, route, device, texts, eps, n, seed, T, batch_size) -> tu
     batch_size = check_int(batch_size, 'batch_size', 1, allow_none=True) or max(1, min(16, 4096 // T))
     return eps, n, seed, T, batch_size
 
-# %% ../nbs/18_hf.ipynb #6651d014
-def _check_T(config, T:int, allow_longer:bool, eps:float, divisor:str):
-    "T within the model's positions, and Sink_1 at T able to vary under its windows: refused before the weights load."
-    check_length(config, T, allow_longer)
-    if why := window_problem(config, T, eps, divisor): raise ValueError(why)
-
 # %% ../nbs/18_hf.ipynb #88c2b604
 def measure(
     model_or_id,                  # hub id, local folder, .gguf file, or a loaded transformers model
@@ -566,7 +549,7 @@ def measure(
     meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
     t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    _check_T(config, T, allow_longer, eps, divisor)
+    check_model_T(config, T, allow_longer, eps, divisor)
     tok = probe_tokenizer(probe, tokenizer, model_or_id)
     ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
                        text_column=text_column)

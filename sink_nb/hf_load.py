@@ -20,7 +20,8 @@ from .results import key_problems
 
 # %% auto #0
 __all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_config', 'load_tokenizer', 'load_model', 'probe_tokenizer',
-           'check_length', 'layer_windows', 'window_problem', 'check_texts', 'model_probe']
+           'check_length', 'layer_windows', 'check_windows_seen', 'window_problem', 'check_model_T', 'check_texts',
+           'model_probe']
 
 # %% ../nbs/17_hf_load.ipynb #5106c36a
 class ModelSource(NamedTuple):
@@ -186,11 +187,27 @@ def layer_windows(config) -> list[int|None]:
                          "'sliding_attention' only, where a window says which keys each query sees")
     return [window if _WINDOWED[t] else None for t in types]
 
+# %% ../nbs/17_hf_load.ipynb #e00f42b4
+def check_windows_seen(model, alpha_options:dict, T:int):
+    "The window each layer of a chunked pass attended over (from its mask) against `layer_windows` of its config."
+    declared, binding = layer_windows(model.config), lambda w: w if w is not None and w < T else None
+    for l, o in alpha_options.items():
+        want = declared[l] if l < len(declared) else None
+        if o['causal'] and binding(o['window']) != binding(want):
+            raise ValueError(f"layer {l} of {type(model).__name__} attended over a window of {o['window']} keys at "
+                             f"T = {T}, but its config declares {want}: which keys a query sees, and so what α of "
+                             "the first key can reach, is unknown")
+
 # %% ../nbs/17_hf_load.ipynb #6651d014
 def window_problem(config, T:int, eps:float=0.3, divisor:str='reference') -> str|None:
     "Why Sink_1 at T tokens would say nothing about a model with this config (its windows cap it, or chance passes ε)."
     why = key_problems(T, layer_windows(config), divisor=divisor, eps=eps).get(1)
     return why and f"Sink_1 at T = {T} would say nothing about the model: {why}"
+
+def check_model_T(config, T:int, allow_longer:bool=False, eps:float=0.3, divisor:str='reference'):
+    "T within the model's positions (`check_length`), and Sink_1 at T able to vary under its windows."
+    check_length(config, T, allow_longer)
+    if why := window_problem(config, T, eps, divisor): raise ValueError(why)
 
 
 # %% ../nbs/17_hf_load.ipynb #57afb47d

@@ -4,7 +4,7 @@
 
 # %% ../nbs/28_report.ipynb #c5665c6c
 from __future__ import annotations
-import datetime, html, json, math, os, re, tempfile
+import datetime, html, json, os, re, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from .checks import check_bool, check_choice, check_device, check_eps, check_int
 from .corpora import get_tokenizer
 from .metrics import first_token_norm_ratio
 from .model import measure_model
-from .results import HEAD_LABELS, RATE_DEFINITIONS, SinkResult, on_query_grid
+from .results import HEAD_LABELS, RATE_DEFINITIONS, SinkResult, finite_or_none, on_query_grid
 from .runs import Run
 from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
 # altair, transformers and what is built on them (explore, hf, hf_load, quant) are imported in the functions that draw
@@ -48,15 +48,14 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
     """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
     (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
     from sink_nb.hf import measure                                      # here: see the imports
-    from sink_nb.hf_load import check_length, load_config, load_model, resolve_model, window_problem
+    from sink_nb.hf_load import check_model_T, load_config, load_model, resolve_model
     src = resolve_model(model)
     config = load_config(src)                                          # T checked before the weights load
-    check_length(config, T, False)
+    check_model_T(config, T, False, eps, divisor)
     limit = getattr(config.get_text_config(), 'max_position_embeddings', None)
     if evict_length and isinstance(limit, int) and evict_length > limit:      # the eviction text, before the weights
         raise ValueError(f"`window`: the eviction cost streams 4 windows, {evict_length} tokens, beyond the model's "
                          f"{limit} positions; use window <= {limit // 4}")
-    if why := window_problem(config, T, eps, divisor): raise ValueError(why)
     m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head, progress=progress)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
                   divisor=divisor, head_stats=('first_key_rows',))
@@ -142,12 +141,6 @@ def strongest_head_alpha(res:SinkResult, sample:int=0) -> dict:
                 alpha1_mean=float(res.alpha[:, l, h, res.n_slots].mean()), tokens=tokens)
 
 # %% ../nbs/28_report.ipynb #f2e04a9a
-def _finite(x):
-    "JSON values with NaN and ±inf as null: strict JSON, which every reader takes."
-    if isinstance(x, dict): return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)): return [_finite(v) for v in x]
-    return None if isinstance(x, float) and not math.isfinite(x) else x
-
 def _measured(res:SinkResult, where:dict, data:str, eps:float) -> dict:
     "What was measured, how, with what, and when."
     md, now = res.metadata, datetime.datetime.now(datetime.timezone.utc)
@@ -161,9 +154,10 @@ REPORT_FORMAT = 'sink_nb.report/1'
 def report_data(res:SinkResult, where:dict, data:str, eps:float=0.3, quantisation:dict|None=None,
                 eviction:dict|None=None) -> dict:
     "The report's numbers as strict JSON values: what was measured, then each part (a cost not asked for: null)."
-    return _finite(dict(format=REPORT_FORMAT, measured=_measured(res, where, data, eps), **sink_numbers(res, eps),
-                        heads=head_taxonomy(res, eps), first_token_norm=first_token_norms(res),
-                        strongest=strongest_head_alpha(res), quantisation=quantisation, eviction=eviction))
+    return finite_or_none(dict(format=REPORT_FORMAT, measured=_measured(res, where, data, eps),
+                               **sink_numbers(res, eps), heads=head_taxonomy(res, eps),
+                               first_token_norm=first_token_norms(res), strongest=strongest_head_alpha(res),
+                               quantisation=quantisation, eviction=eviction))
 
 def subject(measured:dict) -> str:
     "The model, the data and (for a run) the step of a report's numbers, in one line."
@@ -435,6 +429,11 @@ def _eviction_length(run:Run|None, window:int) -> int:
     return 4 * window if run is None else run.config.model.block_size
 
 # %% ../nbs/28_report.ipynb #45593023
+def _next_stage(bar, what:str):
+    "One stage of the report done on its progress bar; `what` is the next."
+    bar.update()
+    bar.set_description(f'report: {what}')
+
 def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict:bool, window:int, sinks:int,
            bar, progress:bool) -> dict:
     "The costs asked for, on the measured model: int8 on the measured samples; eviction on one long text."
@@ -488,11 +487,9 @@ def report(
     costs = _costs(run, loaded, texts, res.T, res.N, quantize, evict, window, sinks, bar, progress)
     bar.set_description('report: numbers')
     numbers = report_data(res, where, data, eps, **costs)
-    bar.update()
-    bar.set_description('report: charts')
+    _next_stage(bar, 'charts')
     svgs = {name: chart_svg(c, name) for name, c in report_charts(numbers).items()}
-    bar.update()
-    bar.set_description('report: page')
+    _next_stage(bar, 'page')
     rep = Report(report_page(numbers, svgs), numbers)
     if out is not None: rep.save(out)
     bar.update()

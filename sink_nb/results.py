@@ -21,7 +21,7 @@ from .metrics import check_alpha, sink_rate
 
 # %% auto #0
 __all__ = ['RATE_DEFINITIONS', 'HEAD_LABELS', 'LABEL_STATS', 'SinkResult', 'check_windows', 'first_key_problem', 'key_ceiling',
-           'key_problems', 'on_query_grid']
+           'key_problems', 'on_query_grid', 'finite_or_none', 'strict_json']
 
 # %% ../nbs/04_results.ipynb #f001b2c7
 @dataclass(eq=False)
@@ -337,3 +337,14 @@ def load(cls:SinkResult, path) -> SinkResult:
     _verify(header, tensors, path)
     stats = {k.removeprefix('stats.'): v for k, v in tensors.items() if k.startswith('stats.')}
     return cls(tensors['alpha'], header['tokens'], header['name'], header['n_slots'], header['metadata'], stats)
+
+# %% ../nbs/04_results.ipynb #d7c67331
+def finite_or_none(x):
+    "`x` with every NaN or ±inf float, in dicts, lists and tuples at any depth, replaced by None (JSON's null)."
+    if isinstance(x, float): return x if math.isfinite(x) else None
+    if isinstance(x, dict): return {k: finite_or_none(v) for k, v in x.items()}
+    return [finite_or_none(v) for v in x] if isinstance(x, (list, tuple)) else x
+
+def strict_json(record, **kwargs) -> str:
+    "`record` as strict JSON, which every reader parses: a NaN or inf is written as null (no number)."
+    return json.dumps(finite_or_none(record), allow_nan=False, **kwargs)

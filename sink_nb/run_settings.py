@@ -4,16 +4,21 @@
 
 # %% ../nbs/10_run_settings.ipynb #2e430b2e
 from __future__ import annotations
+import importlib.util, re
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
+
+import torch
 
 from .attention import DIVISORS
 from .checks import (NonNegativeFloat, NonNegativeInt, OneOf, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields)
+from .results import key_problems
 from .model import SinkConfig
 
 # %% auto #0
-__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'RunConfig', 'flat_settings']
+__all__ = ['RUNTIME_ONLY', 'TrainConfig', 'RunConfig', 'flat_settings', 'cpu_bf16', 'check_before_claim']
 
 # %% ../nbs/10_run_settings.ipynb #2bfcafc6
 @dataclass
@@ -122,3 +127,29 @@ def flat_settings(config:dict, without=()) -> dict:
     "{'model': {...}, 'train': {...}} as flat settings ('model.n_layer': 2, ...), but runtime-only ones and `without`."
     return {f'{section}.{k}': v for section in ('model', 'train') for k, v in config[section].items()
             if k not in RUNTIME_ONLY | set(without)}
+
+# %% ../nbs/10_run_settings.ipynb #c67b34ba
+def cpu_bf16() -> bool|None:
+    "Does this CPU have bf16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo)? None where that cannot be read."
+    try: flags = re.search(r'^flags\s*:(.*)$', Path('/proc/cpuinfo').read_text(), re.M)
+    except OSError: return None
+    return None if flags is None else bool({'avx512_bf16', 'amx_bf16'} & set(flags[1].split()))
+
+# %% ../nbs/10_run_settings.ipynb #cb0af725
+def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
+    "Refused before a run folder is touched: too long a sequence, loggers not installed, bf16 a CPU would emulate."
+    for name, T in (('seq_len', cfg.seq_len), ('probe_T', cfg.probe_T)):
+        if T > model_cfg.block_size:
+            raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
+                             f"{name} or raise block_size")
+    why = key_problems(cfg.probe_T, model_cfg.window, model_cfg.prefix, cfg.divisor, cfg.eps, model_cfg.sink_token)
+    if why := why.get(1):                      # the log's Sink_1 would describe the setting, not the model
+        raise ValueError(f"Sink_1 on probe_T={cfg.probe_T} tokens would say nothing about the model: {why} "
+                         "(probe_T, divisor)")
+    for flag in ('tensorboard', 'wandb'):
+        if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
+            raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
+    if cfg.dtype == 'bf16' and not torch.cuda.is_available() and cpu_bf16() is False:     # never chosen silently
+        raise ValueError("`dtype`=bf16 on this CPU, which has no bf16 instructions (no avx512_bf16 or amx_bf16): "
+                         "autocast would emulate it, many times slower than fp32 (56 s a step of lang-4x128 against "
+                         "about 1 s); pass dtype=fp32, which the run's config then records")

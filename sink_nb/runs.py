@@ -19,7 +19,7 @@ from .checkpoints import (folder_lock, foreign_checkpoint_entries, is_disk_full,
                                  stale_lock)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
 from .checks import check_float, check_int
-from .results import SinkResult
+from .results import SinkResult, strict_json
 from .model import SinkLM, measure_model
 from .run_settings import RUNTIME_ONLY, RunConfig, flat_settings
 
@@ -380,18 +380,8 @@ def save_result(self:Run, result:SinkResult, step:int):
 @patch
 def write_summary(self:Run, summary:dict):
     "Write the finished run's summary, stamped with the settings' fingerprint; strict JSON (NaN or inf: null)."
-    text = _strict_json(summary | dict(config=self.fingerprint()), indent=1)
+    text = strict_json(summary | dict(config=self.fingerprint()), indent=1)
     self._write(self.SUMMARY, lambda path: path.write_text(text))
-
-def _strict_json(record, **kwargs) -> str:
-    "`record` as strict JSON, which every reader parses: a NaN or inf is written as null (no number)."
-    return json.dumps(_finite(record), allow_nan=False, **kwargs)
-
-def _finite(x):
-    "`x` with every NaN or inf float, in dicts and lists at any depth, replaced by None."
-    if isinstance(x, float): return x if math.isfinite(x) else None
-    if isinstance(x, dict): return {k: _finite(v) for k, v in x.items()}
-    return [_finite(v) for v in x] if isinstance(x, (list, tuple)) else x
 
 _SUMMARY_BYTES = 1_000_000                 # a summary is a few hundred bytes; status reads it often
 
@@ -556,7 +546,7 @@ def check_resume(self:Run, config:dict, allowed=()) -> dict:
 @patch
 def log(self:Run, record:dict):
     "Append one evaluation or event to the run's log, as strict JSON (NaN or inf: null); a full disk is named."
-    line = _strict_json(record) + '\n'
+    line = strict_json(record) + '\n'
     self._record(self.METRICS)
     try:
         with open(self.path / self.METRICS, 'a') as f: f.write(line)

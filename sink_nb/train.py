@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_train.ipynb #5a7b864c
 from __future__ import annotations
-import contextlib, copy, importlib.util, itertools, logging, math, os, random, re, time, warnings
+import contextlib, copy, itertools, logging, math, os, random, time, warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,20 +18,20 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.func import functional_call, vmap
 
-from .corpora import TEXT_CORPORA, hub_reachable, local_path
-from .shards import prepared_path
-from .data import RunData, check_token_ids, eval_set, manipulate_batch, prefix_loss_mask, prepare_data
+from .data import (RunData, check_token_ids, eval_set, manipulate_batch, missing_requirements, prefix_loss_mask,
+                          prepare_data)
 from .checks import eval_mode, without_grad
-from .results import key_problems
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, rng_state, set_rng_state
 from .runs import EvalSet, Run
-from .run_settings import TrainConfig, flat_settings
+from .run_settings import TrainConfig, check_before_claim, cpu_bf16, flat_settings
+
+_all_ = ['missing_requirements']     # `sink-nb train` asks it here; it lives with the data it checks (`data`)
 
 # %% auto #0
 __all__ = ['log', 'PACE_STEPS', 'lr_at', 'make_optimizer', 'Dist', 'setup_distributed', 'evaluate', 'NonFiniteTraining',
-           'check_before_claim', 'cpu_bf16', 'precision_note', 'pace_note', 'train', 'seed_batch_problem', 'SeedBatch',
-           'train_seeds', 'missing_requirements']
+           'precision_note', 'pace_note', 'train', 'seed_batch_problem', 'SeedBatch', 'train_seeds',
+           'missing_requirements']
 
 # %% ../nbs/16_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:
@@ -110,12 +110,14 @@ def _all_mean(x:float, dist:Dist) -> float:
 
 # %% ../nbs/16_train.ipynb #94faf2f2
 def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
+    "Mean next-token cross-entropy of `batch` (B, T + 1) in float32, over the targets a prefix LM trains on."
     x, y = batch[:, :-1], batch[:, 1:]
     with autocast: logits = model(x)
     loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction='none').view(y.shape)
     if model_cfg.prefix: loss = loss[:, prefix_loss_mask(y.shape[1], model_cfg.prefix)]
     return loss.mean()
 
+# %% ../nbs/16_train.ipynb #8cec2230
 @without_grad
 def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autocast) -> dict:
     "Validation loss and the sink rates on the probe of `data` (a run's EvalSet); the SinkResult under '_result'."
@@ -162,24 +164,6 @@ class _TrainState:
 log = logging.getLogger('sink_nb')
 
 # %% ../nbs/16_train.ipynb #c38cd643
-def check_before_claim(model_cfg:SinkConfig, cfg:TrainConfig):
-    "Refused before a run folder is touched: too long a sequence, loggers not installed, bf16 a CPU would emulate."
-    for name, T in (('seq_len', cfg.seq_len), ('probe_T', cfg.probe_T)):
-        if T > model_cfg.block_size:
-            raise ValueError(f"`{name}`={T} is longer than the model's block_size={model_cfg.block_size}: lower "
-                             f"{name} or raise block_size")
-    why = key_problems(cfg.probe_T, model_cfg.window, model_cfg.prefix, cfg.divisor, cfg.eps, model_cfg.sink_token)
-    if why := why.get(1):                      # the log's Sink_1 would describe the setting, not the model
-        raise ValueError(f"Sink_1 on probe_T={cfg.probe_T} tokens would say nothing about the model: {why} "
-                         "(probe_T, divisor)")
-    for flag in ('tensorboard', 'wandb'):
-        if getattr(cfg, flag) and importlib.util.find_spec(flag) is None:
-            raise ValueError(f"`{flag}=true` needs the {flag} package, which is not installed: pip install {flag}")
-    if cfg.dtype == 'bf16' and not torch.cuda.is_available() and cpu_bf16() is False:     # never chosen silently
-        raise ValueError("`dtype`=bf16 on this CPU, which has no bf16 instructions (no avx512_bf16 or amx_bf16): "
-                         "autocast would emulate it, many times slower than fp32 (56 s a step of lang-4x128 against "
-                         "about 1 s); pass dtype=fp32, which the run's config then records")
-
 def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
     "Rank 0: take the folder; resuming a run, the accepted changes of settings (an error for others), before any data."
     folder.claim(cfg.resume, cfg.overwrite)
@@ -188,6 +172,7 @@ def _claim(folder:Run, model_cfg:SinkConfig, cfg:TrainConfig) -> dict:
     if cfg.resume: warnings.warn(f"{folder.path} holds no run to resume: starting a new one", stacklevel=3)
     return {}
 
+# %% ../nbs/16_train.ipynb #7919dc70
 def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, folder:Run) -> _TrainState:
     "Seed, build the model and optimizer, and restore the last good checkpoint when resuming."
     torch.manual_seed(cfg.seed)
@@ -203,6 +188,7 @@ def _start(model_cfg:SinkConfig, cfg:TrainConfig, dist:Dist, folder:Run) -> _Tra
     if cfg.resume and folder.is_run: _restore(run, cfg, folder.latest_checkpoint())
     return run
 
+# %% ../nbs/16_train.ipynb #4de80069
 def _restore(run:_TrainState, cfg:TrainConfig, ckpt:dict|None):
     "Continue from `ckpt`: weights, optimizer, random states, position, training time; an error if it is past `steps`."
     if ckpt is None:
@@ -311,12 +297,6 @@ def _progress_note(bar, r:dict):
 
 
 # %% ../nbs/16_train.ipynb #5e3d9c61
-def cpu_bf16() -> bool|None:
-    "Does this CPU have bf16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo)? None where that cannot be read."
-    try: flags = re.search(r'^flags\s*:(.*)$', Path('/proc/cpuinfo').read_text(), re.M)
-    except OSError: return None
-    return None if flags is None else bool({'avx512_bf16', 'amx_bf16'} & set(flags[1].split()))
-
 def precision_note(device:torch.device, autocast) -> str:
     "Where and in what a run computes; on a CPU in bf16, whether the CPU has bf16 instructions."
     if not isinstance(autocast, torch.autocast): return f"on {device.type}, fp32"
@@ -604,26 +584,3 @@ def _seed_advance(r:_SeedRun, loss:float, callbacks:list):
         r.stopped = e
         return
     run.running.append(loss)
-
-# %% ../nbs/16_train.ipynb #3d8d7b68
-def _local(name:str|None, what:str='source') -> bool:
-    """Is `name` on this machine: a built-in corpus or tokenizer, a path, or a tokenizer in the local hub cache? A local
-    path that is not there fails here, naming `what` (`corpora.local_path`), never as a malformed hub id."""
-    if name is None or name in ('bytes', 'bigram-backcopy') + tuple(TEXT_CORPORA) or local_path(name, what) is not None:
-        return True
-    from huggingface_hub import try_to_load_from_cache
-    return isinstance(try_to_load_from_cache(name, 'tokenizer_config.json'), str)
-
-# %% ../nbs/16_train.ipynb #2ab4fd7f
-def missing_requirements(model_cfg:SinkConfig, cfg:TrainConfig) -> str:
-    "One sentence on what the run needs from the hub and cannot reach, and how to give local copies; '' if nothing."
-    needs = []
-    if not _local(cfg.tokenizer, 'tokenizer'): needs.append(f'the tokenizer {cfg.tokenizer}')
-    if not (_local(cfg.corpus, 'corpus') or _prepared_exists(cfg)): needs.append(f'the dataset {cfg.corpus}')
-    if not needs or hub_reachable(): return ''
-    return (f"this run needs {' and '.join(needs)} from the Hugging Face hub, which cannot be reached"
-            f"{' (HF_HUB_OFFLINE is set)' if os.environ.get('HF_HUB_OFFLINE') else ''}. Point at local copies with "
-            f"tokenizer=PATH and corpus=PATH (files, a folder, or a folder made by `sink-nb prepare`).")
-
-def _prepared_exists(cfg:TrainConfig) -> bool:
-    return (prepared_path(cfg.corpus, cfg.tokenizer or 'bytes', cfg.data_dir, **cfg.corpus_args) / 'meta.json').exists()

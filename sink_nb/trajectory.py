@@ -244,8 +244,7 @@ def checkpoint_series(sources, revisions=None, tokens_per_step:int|None=None) ->
     if not sources: raise ValueError("`sources` is empty: give a run folder, model folders, or a hub id + `revisions`")
     points, what = series_points(sources, revisions, tokens_per_step)
     if len(points) < 2: raise ValueError(f"a trajectory needs at least two checkpoints; {what} gives {len(points)}")
-    if len({(p.source, p.step) for p in points}) < len(points):
-        raise ValueError(f"{what} names a checkpoint twice")
+    if len({(p.source, p.step) for p in points}) < len(points): raise ValueError(f"{what} names a checkpoint twice")
     at, name = {}, lambda p: p.source.given + (f'@{p.source.revision}' if p.source.revision else '')
     for p in points:                                      # 'step100' and 'step0100': two points at one step
         q = p if p.step is None else at.setdefault(p.step, p)
