@@ -168,7 +168,7 @@ def _fmt(x:float, digits:int) -> str:
 @dataclass
 class Comparison:
     "a − b over seeds: each group's mean, sd and n, the interval of the difference, its p-value and the verdict."
-    names:tuple      # (a, b) each; b's n is 0 and sd None when b is a number
+    names:tuple      # names, n, mean, sd: (a, b) each; b's n is 0 and sd None when b is a number
     n:tuple
     mean:tuple
     sd:tuple

@@ -293,8 +293,8 @@ def _pattern_view(weights, tokens=None, max_tokens:int=128) -> tuple:
     qi, ki = np.nonzero(w)
     data = {'pattern': _csv(query=qi + 1, key=ki - s + 1, weight=w[qi, ki])}
     if tokens is None: return _pattern_template(s, m, None, False) + (data,)
-    t = _labelled(tokens).iloc[:m]               # blanks if too few tokens
-    blank = [''] * (m - len(t))
+    t = _labelled(tokens).iloc[:m]
+    blank = [''] * (m - len(t))                                 # blanks if too few tokens
     labels = tuple(['<slot>'] * s + [x[:12] for x in t.token] + blank)          # axis labels cut to 12 characters
     tips = np.array(['<slot>'] * s + _tips(t) + blank, dtype=object)
     data['pattern_tokens'] = _csv(position=np.arange(1 - s, m + 1), token=tips)  # the hover text, sent once

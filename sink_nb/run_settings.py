@@ -50,8 +50,8 @@ class TrainConfig:
     # sink tracking
     eval_every:PositiveInt = 100
     eval_batches:PositiveInt = 4
-    probe_n:PositiveInt = 100   # the paper's 100 sequences of 64 tokens
-    probe_T:PositiveInt = 64
+    probe_n:PositiveInt = 100           # the paper's 100 sequences ...
+    probe_T:PositiveInt = 64            # ... of 64 tokens
     sink_k:PositiveInt = 5              # track Sink_k for k = 1..sink_k
     eps:OpenUnitFloat = 0.3
     divisor:Annotated[str, OneOf(DIVISORS)] = 'reference'   # α's divisor (`metrics.importance`): the paper's T - j
