@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_checkpoints.ipynb #6ff127da
 from __future__ import annotations
-import errno, hashlib, json, mmap, os, random, re, shutil, socket, struct, time, uuid, warnings
+import errno, json, os, random, re, shutil, warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,13 +12,12 @@ import torch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checks import check_choice, check_int, interrupt_safe
+from .checks import check_choice, check_int, file_sha256, human_size, is_disk_full, plain_file
 
 # %% auto #0
-__all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'human_size', 'is_disk_full',
-           'file_sha256', 'gguf_scalar', 'plain_file', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint',
-           'latest_good_checkpoint', 'checkpoint_state', 'foreign_checkpoint_entries', 'checkpoint_due',
-           'checkpoint_steps', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
+__all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_rng_state', 'list_checkpoints', 'save_checkpoint',
+           'load_checkpoint', 'latest_good_checkpoint', 'checkpoint_state', 'foreign_checkpoint_entries',
+           'checkpoint_due', 'checkpoint_steps']
 
 # %% ../nbs/09_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
@@ -70,79 +69,24 @@ def set_rng_state(s:dict):
     if s.get('cuda') is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s['cuda'])
 
 # %% ../nbs/09_checkpoints.ipynb #32e5d4b8
-def human_size(n:float) -> str:
-    "A byte count in B, KiB, MiB, GiB or TiB."
-    for unit in ('B', 'KiB', 'MiB', 'GiB'):
-        if abs(n) < 1024: return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
-        n /= 1024
-    return f'{n:.1f} TiB'
-
-def is_disk_full(e:Exception) -> bool:
-    "Is `e` a full disk? An OSError ENOSPC, or safetensors' own error wrapping one."
-    return getattr(e, 'errno', None) == errno.ENOSPC or 'os error 28' in str(e)
-
-def file_sha256(path:Path) -> str:
-    "SHA-256 of a file, read in 1 MiB chunks."
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
-    return h.hexdigest()
-
 def _check_space(folder:Path, tensors:list[Tensor]):
+    "Refuse a checkpoint of `tensors` (with 10 % and 1 MiB to spare) where `folder`'s disk has less room free."
     need = int(sum(t.numel() * t.element_size() for t in tensors) * 1.1) + (1 << 20)
     free = shutil.disk_usage(folder).free
     if free < need:
         raise OSError(errno.ENOSPC, f"not enough disk space for a checkpoint in {folder}: need {human_size(need)}, "
                                     f"{human_size(free)} free; the last complete checkpoint is kept")
 
-# %% ../nbs/09_checkpoints.ipynb #0d190803
-_GGUF_SCALARS = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}   # by type
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-def _gguf_value(m, at:int, kind:int, order:str, read:bool) -> tuple[object, int]:
-    "The value of GGUF type `kind` at byte `at` (None for an array, or when not `read`) and the byte after it."
-    if kind in _GGUF_SCALARS:
-        code = order + _GGUF_SCALARS[kind]
-        return (struct.unpack_from(code, m, at)[0] if read else None), at + struct.calcsize(code)
-    if kind == _GGUF_STRING:
-        n = struct.unpack_from(order + 'Q', m, at)[0]
-        return (bytes(m[at + 8:at + 8 + n]).decode('utf-8', 'replace') if read else None), at + 8 + n
-    if kind != _GGUF_ARRAY: raise ValueError(f'unknown GGUF value type {kind} at byte {at}')
-    item, count = struct.unpack_from(order + 'IQ', m, at)
-    if item in _GGUF_SCALARS: return None, at + 12 + count * struct.calcsize(order + _GGUF_SCALARS[item])
-    at += 12
-    for _ in range(count): at = _gguf_value(m, at, item, order, False)[1]    # strings (or arrays): each its own length
-    return None, at
-
-def gguf_scalar(path, key:str):
-    "A number, boolean or string in a GGUF file's metadata, from its header alone; None: `key` absent or an array."
-    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        if m[:4] != b'GGUF': raise ValueError(f'{path} is not a GGUF file: it starts with {bytes(m[:4])!r}')
-        order = '<' if struct.unpack_from('<I', m, 4)[0] & 0xFFFF else '>'   # big-endian: the version reads swapped
-        version, _, fields = struct.unpack_from(order + 'IQQ', m, 4)
-        if version not in (2, 3): raise ValueError(f'{path} is GGUF version {version}: versions 2 and 3 are read')
-        at = 24
-        try:
-            for _ in range(fields):
-                name, at = _gguf_value(m, at, _GGUF_STRING, order, True)
-                kind = struct.unpack_from(order + 'I', m, at)[0]
-                value, at = _gguf_value(m, at + 4, kind, order, name == key)
-                if name == key: return value
-        except struct.error as e: raise ValueError(f'{path}: its GGUF header is cut short ({e})') from e
-    return None
-
-
 # %% ../nbs/09_checkpoints.ipynb #9df9c368
-def plain_file(path:Path) -> bool:
-    "Is `path` a regular file and no link: the only kind sink_nb reads in a folder (a pipe would hang the read)."
-    return path.is_file() and not path.is_symlink()
-
 def _recorded_step(d:Path) -> int|None:
     "The step a checkpoint folder's state.json records (None when unreadable)."
     f = d / 'state.json'
-    if not plain_file(f): return None
-    try: return json.loads(f.read_text()).get('step')
-    except (OSError, ValueError, AttributeError, RecursionError): return None
+    if not plain_file(f):
+        return None
+    try:
+        return json.loads(f.read_text()).get('step')
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
 
 # %% ../nbs/09_checkpoints.ipynb #12c1320e
 def list_checkpoints(run_dir:Path) -> list[int]:
@@ -259,64 +203,3 @@ def checkpoint_steps(steps:int, every:int, schedule:str='every') -> list[int]:
     schedule = check_choice(schedule, 'schedule', CHECKPOINT_SCHEDULES)
     early = [1 << i for i in range(every.bit_length())] if schedule == 'log' else []      # powers of two
     return sorted({s for s in early if s < every and s <= steps} | set(range(every, steps + 1, every)) | {steps})
-
-# %% ../nbs/09_checkpoints.ipynb #8518cb77
-def process_alive(pid:int) -> bool:
-    "Is process `pid` running on this machine?"
-    if pid <= 0: return False                                            # 0 and -1 name groups, not a process
-    try: os.kill(pid, 0); return True
-    except (ProcessLookupError, OverflowError): return False
-    except PermissionError: return True
-
-# %% ../nbs/09_checkpoints.ipynb #f7742ae0
-def host_tag() -> str: return re.sub(r'[^A-Za-z0-9]+', '_', socket.gethostname())
-
-def working_folder(out:Path, what:str='prepare') -> Path:
-    "A new hidden folder name beside `out`; the ones a killed `what` on this host left there are removed first."
-    dead = re.compile(rf'\.{re.escape(out.name)}\.tmp-{re.escape(host_tag())}\.(\d+)\.[0-9a-f]{{8}}')
-    for d in out.parent.iterdir() if out.parent.is_dir() else []:
-        if (m := dead.fullmatch(d.name)) and d.is_dir() and not process_alive(int(m[1])):
-            size = sum(f.stat().st_size for f in d.rglob('*') if f.is_file())
-            warnings.warn(f"removing {d} ({size / 2**20:,.1f} MiB), left by a {what} (process {m[1]}) that was killed")
-            shutil.rmtree(d, ignore_errors=True)
-    return out.parent / f'.{out.name}.tmp-{host_tag()}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
-
-# %% ../nbs/09_checkpoints.ipynb #cd16bf5b
-def lock_owner(lock:Path) -> dict|None:
-    "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
-    if not (lock.exists() or lock.is_symlink()): return None
-    if not plain_file(lock): return {}
-    try: owner = json.loads(lock.read_text())
-    except FileNotFoundError: return None
-    except (OSError, ValueError, RecursionError): return {}
-    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
-
-# %% ../nbs/09_checkpoints.ipynb #a698da18
-def stale_lock(lock:Path, owner:dict, me:dict) -> str|None:
-    "Why the lock may be taken over (its process ended, or it is empty and old), or None."
-    if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
-        return f"was left by process {owner['pid']}, which has ended"
-    if not owner and time.time() - lock.stat().st_mtime > 30:
-        return 'is empty or unreadable (a process killed as it took the lock) and 30+ s old'
-    return None
-
-# %% ../nbs/09_checkpoints.ipynb #92896324
-@interrupt_safe                                  # a Ctrl-C while taking the lock waits, then frees it
-def folder_lock(folder:Path, name:str='.lock'):
-    "Hold `folder`'s lock for the duration; refuse a folder another live process holds, saying how to free it."
-    lock, me = folder / name, dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
-    folder.mkdir(parents=True, exist_ok=True)
-    for _ in range(2):
-        try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY); break
-        except FileExistsError:
-            owner = lock_owner(lock)
-            if owner is None: continue
-            if why := stale_lock(lock, owner, me):
-                warnings.warn(f"{lock} {why}; taking it over"); lock.unlink(missing_ok=True); continue
-            who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
-            raise RuntimeError(f"{folder} is in use by another run ({who}): wait for it or use another out_dir; if "
-                               f"no run is using it, delete {lock}") from None
-    else: raise RuntimeError(f"could not take {lock}")
-    with os.fdopen(fd, 'w') as f: json.dump(me, f)
-    try: yield lock
-    finally: lock.unlink(missing_ok=True)

@@ -19,7 +19,8 @@ __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat',
            'check_eps', 'check_choice', 'check_bool', 'check_device', 'check_finite', 'check_token_ids', 'check_tensor',
            'Range', 'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry',
            'Registry', 'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole',
-           'grad_off', 'without_grad', 'worker_pool']
+           'grad_off', 'without_grad', 'worker_pool', 'human_size', 'is_disk_full', 'file_sha256', 'plain_file',
+           'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -394,3 +395,117 @@ def worker_pool(processes:int, initializer:Callable|None=None, initargs:tuple=()
         raise
     else: pool.close()
     finally: pool.join()
+
+# %% ../nbs/00_checks.ipynb #f11e0002
+import errno, hashlib, json, re, shutil, socket, time, uuid, warnings
+
+# %% ../nbs/00_checks.ipynb #f11e0005
+def human_size(n:float) -> str:
+    "A byte count in B, KiB, MiB, GiB or TiB."
+    for unit in ('B', 'KiB', 'MiB', 'GiB'):
+        if abs(n) < 1024:
+            return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+        n /= 1024
+    return f'{n:.1f} TiB'
+
+def is_disk_full(e:Exception) -> bool:
+    "Is `e` a full disk? An OSError ENOSPC, or safetensors' own error wrapping one."
+    return getattr(e, 'errno', None) == errno.ENOSPC or 'os error 28' in str(e)
+
+def file_sha256(path:Path) -> str:
+    "SHA-256 of a file, read in 1 MiB chunks."
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+# %% ../nbs/00_checks.ipynb #f11e0008
+def plain_file(path:Path) -> bool:
+    "Is `path` a regular file and no link: the only kind sink_nb reads in a folder (a pipe would hang the read)."
+    return path.is_file() and not path.is_symlink()
+
+# %% ../nbs/00_checks.ipynb #f11e0011
+def process_alive(pid:int) -> bool:
+    "Is process `pid` running on this machine?"
+    if pid <= 0:
+        return False                                                     # 0 and -1 name groups, not a process
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True                                                      # alive, and another user's
+    return True
+
+# %% ../nbs/00_checks.ipynb #f11e0013
+def host_tag() -> str:
+    "This machine's name in letters, digits and `_`, for a file name."
+    return re.sub(r'[^A-Za-z0-9]+', '_', socket.gethostname())
+
+def working_folder(out:Path, what:str='prepare') -> Path:
+    "A new hidden folder name beside `out`; the ones a killed `what` on this host left there are removed first."
+    dead = re.compile(rf'\.{re.escape(out.name)}\.tmp-{re.escape(host_tag())}\.(\d+)\.[0-9a-f]{{8}}')
+    for d in out.parent.iterdir() if out.parent.is_dir() else []:
+        m = dead.fullmatch(d.name)
+        if m and d.is_dir() and not process_alive(int(m[1])):
+            size = sum(f.stat().st_size for f in d.rglob('*') if f.is_file())
+            warnings.warn(f"removing {d} ({size / 2**20:,.1f} MiB), left by a {what} (process {m[1]}) that was killed")
+            shutil.rmtree(d, ignore_errors=True)
+    return out.parent / f'.{out.name}.tmp-{host_tag()}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
+
+# %% ../nbs/00_checks.ipynb #f11e0016
+def lock_owner(lock:Path) -> dict|None:
+    "The lock's owner {pid, host, since}; {} for an empty or unreadable lock; None when there is no lock."
+    if not (lock.exists() or lock.is_symlink()):
+        return None
+    if not plain_file(lock):
+        return {}
+    try:
+        owner = json.loads(lock.read_text())
+    except FileNotFoundError:
+        return None                                                      # freed as it was read
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
+
+# %% ../nbs/00_checks.ipynb #f11e0018
+def stale_lock(lock:Path, owner:dict, me:dict) -> str|None:
+    "Why the lock may be taken over (its process ended, or it is empty and old), or None."
+    if owner.get('host') == me['host'] and 'pid' in owner and not process_alive(owner['pid']):
+        return f"was left by process {owner['pid']}, which has ended"
+    if not owner and time.time() - lock.stat().st_mtime > 30:
+        return 'is empty or unreadable (a process killed as it took the lock) and 30+ s old'
+    return None
+
+# %% ../nbs/00_checks.ipynb #f11e0020
+@interrupt_safe                                  # a Ctrl-C while taking the lock waits, then frees it
+def folder_lock(folder:Path, name:str='.lock'):
+    "Hold `folder`'s lock for the duration; refuse a folder another live process holds, saying how to free it."
+    lock = folder / name
+    me = dict(pid=os.getpid(), host=socket.gethostname(), since=time.time())
+    folder.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):                                   # a second try after a stale lock is removed, or one freed
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            owner = lock_owner(lock)
+            if owner is None:
+                continue
+            why = stale_lock(lock, owner, me)
+            if why:
+                warnings.warn(f"{lock} {why}; taking it over")
+                lock.unlink(missing_ok=True)
+                continue
+            who = f"process {owner['pid']} on {owner.get('host', '?')}" if owner else 'a process that is starting'
+            raise RuntimeError(f"{folder} is in use by another run ({who}): wait for it or use another out_dir; if "
+                               f"no run is using it, delete {lock}") from None
+    else:
+        raise RuntimeError(f"could not take {lock}")
+    with os.fdopen(fd, 'w') as f:
+        json.dump(me, f)
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)

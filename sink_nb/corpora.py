@@ -4,8 +4,8 @@
 
 # %% ../nbs/13_corpora.ipynb #d698564f
 from __future__ import annotations
-import codecs, contextlib, gzip, hashlib, html.parser, importlib.resources, json, os, re, shutil
-import signal, socket, subprocess, sys, tempfile, threading, time, urllib.parse, uuid, zlib
+import codecs, contextlib, gzip, hashlib, html.parser, importlib.resources, json, mmap, os, re, shutil
+import signal, socket, struct, subprocess, sys, tempfile, threading, time, urllib.parse, uuid, zlib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Iterator
@@ -14,14 +14,13 @@ from tqdm.auto import tqdm
 import torch
 from torch import Tensor
 
-from .checkpoints import file_sha256, gguf_scalar, working_folder
-from .checks import check_choice, check_int, worker_pool
+from .checks import check_choice, check_int, file_sha256, worker_pool, working_folder
 
 # %% auto #0
 __all__ = ['TEXT_CORPORA', 'CORPUS_HOME', 'DEBIAN_DOCS_PACKAGES', 'PACKAGE_CORPORA', 'builtin_texts', 'BigramBackcopy',
            'local_path', 'hub_reachable', 'corpus_files', 'is_saved_dataset', 'text_paragraphs', 'check_load_args',
-           'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'declared_add_bos', 'gguf_tokenizer', 'PackageCorpus',
-           'fetch_package', 'unpack', 'html_text', 'pod_text', 'dictd_entries', 'gcide_plain', 'prose',
+           'load_corpus', 'ByteTokenizer', 'get_tokenizer', 'gguf_scalar', 'declared_add_bos', 'gguf_tokenizer',
+           'PackageCorpus', 'fetch_package', 'unpack', 'html_text', 'pod_text', 'dictd_entries', 'gcide_plain', 'prose',
            'package_documents', 'copyright_file', 'package_licences', 'heldout', 'heldout_overlap',
            'build_package_corpus', 'train_tokenizer']
 
@@ -245,6 +244,50 @@ def get_tokenizer(name:str='bytes'):
     try: return AutoTokenizer.from_pretrained(name, local_files_only=True)              # the hub cache first
     except (OSError, ValueError): _hub_check(name, 'name', 'a folder written by `save_pretrained`, or a .gguf file')
     return AutoTokenizer.from_pretrained(name)
+
+# %% ../nbs/13_corpora.ipynb #0d190803
+_GGUF_SCALARS = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}   # by type
+_GGUF_STRING = 8
+_GGUF_ARRAY = 9
+
+def _gguf_value(m, at:int, kind:int, order:str, read:bool) -> tuple[object, int]:
+    "The value of GGUF type `kind` at byte `at` (None for an array, or when not `read`) and the byte after it."
+    if kind in _GGUF_SCALARS:
+        code = order + _GGUF_SCALARS[kind]
+        return (struct.unpack_from(code, m, at)[0] if read else None), at + struct.calcsize(code)
+    if kind == _GGUF_STRING:
+        n = struct.unpack_from(order + 'Q', m, at)[0]
+        return (bytes(m[at + 8:at + 8 + n]).decode('utf-8', 'replace') if read else None), at + 8 + n
+    if kind != _GGUF_ARRAY:
+        raise ValueError(f'unknown GGUF value type {kind} at byte {at}')
+    item, count = struct.unpack_from(order + 'IQ', m, at)
+    if item in _GGUF_SCALARS:
+        return None, at + 12 + count * struct.calcsize(order + _GGUF_SCALARS[item])
+    at += 12
+    for _ in range(count):
+        at = _gguf_value(m, at, item, order, False)[1]                  # strings (or arrays): each its own length
+    return None, at
+
+def gguf_scalar(path, key:str):
+    "A number, boolean or string in a GGUF file's metadata, from its header alone; None: `key` absent or an array."
+    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        if m[:4] != b'GGUF':
+            raise ValueError(f'{path} is not a GGUF file: it starts with {bytes(m[:4])!r}')
+        order = '<' if struct.unpack_from('<I', m, 4)[0] & 0xFFFF else '>'   # big-endian: the version reads swapped
+        version, _, fields = struct.unpack_from(order + 'IQQ', m, 4)
+        if version not in (2, 3):
+            raise ValueError(f'{path} is GGUF version {version}: versions 2 and 3 are read')
+        at = 24
+        try:
+            for _ in range(fields):
+                name, at = _gguf_value(m, at, _GGUF_STRING, order, True)
+                kind = struct.unpack_from(order + 'I', m, at)[0]
+                value, at = _gguf_value(m, at + 4, kind, order, name == key)
+                if name == key:
+                    return value
+        except struct.error as e:
+            raise ValueError(f'{path}: its GGUF header is cut short ({e})') from e
+    return None
 
 # %% ../nbs/13_corpora.ipynb #b248f1ec
 def declared_add_bos(folder, gguf_file:str|None=None) -> bool|None:

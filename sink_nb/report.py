@@ -15,8 +15,7 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .attention import DIVISORS
-from .checkpoints import file_sha256
-from .checks import check_bool, check_choice, check_device, check_eps, check_int, write_text_whole
+from .checks import check_bool, check_choice, check_device, check_eps, check_int, file_sha256, write_text_whole
 from .corpora import get_tokenizer
 from .metrics import first_token_norm_ratio
 from .model import measure_model

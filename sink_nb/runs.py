@@ -14,11 +14,10 @@ from fastcore.basics import patch
 from safetensors import SafetensorError
 from torch import Tensor
 
-from .checkpoints import (folder_lock, foreign_checkpoint_entries, is_disk_full, latest_good_checkpoint,
-                                 list_checkpoints, load_checkpoint, load_tree, lock_owner, plain_file, save_tree,
-                                 stale_lock)
+from .checkpoints import (foreign_checkpoint_entries, latest_good_checkpoint, list_checkpoints, load_checkpoint,
+                                 load_tree, save_tree)
 from .checkpoints import save_checkpoint as write_checkpoint      # `Run.save_checkpoint` is patched in below
-from .checks import check_float, check_int
+from .checks import check_float, check_int, folder_lock, is_disk_full, lock_owner, plain_file, stale_lock
 from .results import SinkResult, strict_json
 from .model import SinkLM, measure_model
 from .run_settings import RUNTIME_ONLY, RunConfig, flat_settings

@@ -15,10 +15,9 @@ from fastcore.basics import patch_to
 from tqdm.auto import tqdm
 
 from . import __version__
-from .checks import check_bool, check_choice, check_int
+from .checks import check_bool, check_choice, check_int, plain_file, working_folder
 from .corpora import (TEXT_CORPORA, BigramBackcopy, ByteTokenizer, builtin_texts, check_load_args, corpus_files,
                              get_tokenizer, is_saved_dataset, load_corpus, local_path, text_paragraphs)
-from .checkpoints import plain_file, working_folder
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'token_dtype', 'Encoder', 'document_batches', 'tokenizer_key', 'prepare', 'TokenShards',
