@@ -11,11 +11,11 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from .checks import OneOf
+from .checks import OneOf, Registry
 
 # %% auto #0
 __all__ = ['POSITIONS', 'PositionName', 'NoPE', 'RoPE', 'Sinusoidal', 'LearnedPositions', 'alibi_slopes', 'AlibiBias', 'ALiBi',
-           't5_bucket', 'BucketBias', 'Relative', 'RelativeReference']
+           't5_bucket', 'BucketBias', 'Relative', 'RelativeReference', 'check_position']
 
 # %% ../nbs/06_positions.ipynb #5ddca7bb
 class NoPE(nn.Module):
@@ -120,6 +120,21 @@ class RelativeReference(Relative):
                              persistent=False)
 
 # %% ../nbs/06_positions.ipynb #8ca1cecc
-POSITIONS = {'rope': RoPE, 'alibi': ALiBi, 'nope': NoPE, 'absolute': Sinusoidal, 'learned': LearnedPositions,
-             'relative': Relative, 'relative_reference': RelativeReference}     # name -> a NoPE subclass
+_POSITION_METHODS = ('from_config', 'embed', 'rotate', 'score_bias')       # what model.SinkLM calls on an encoding
+
+def check_position(name:str, cls:type, registry) -> type:
+    "`cls` if it may be registered as `name`: an nn.Module class with NoPE's methods and a bool `biases_scores`."
+    where = f"{registry.name}[{name!r}]"
+    if not issubclass(cls, nn.Module):
+        raise TypeError(f"{where} must be an nn.Module class (a subclass of NoPE), got {cls.__name__}")
+    if missing := [m for m in _POSITION_METHODS if not callable(getattr(cls, m, None))]:
+        raise ValueError(f"{where} ({cls.__name__}) has no {missing}: an encoding provides "
+                         f"{', '.join(_POSITION_METHODS)} (a subclass of NoPE has them all)")
+    if type(getattr(cls, 'biases_scores', None)) is not bool:
+        raise ValueError(f"{where}.biases_scores must be True or False, got {getattr(cls, 'biases_scores', None)!r}")
+    return cls
+
+POSITIONS = Registry('POSITIONS', type, check_position, {
+    'rope': RoPE, 'alibi': ALiBi, 'nope': NoPE, 'absolute': Sinusoidal, 'learned': LearnedPositions,
+    'relative': Relative, 'relative_reference': RelativeReference})          # name -> an encoding class
 PositionName = Annotated[str, OneOf(POSITIONS)]
