@@ -17,9 +17,10 @@ from .checks import Registry, check_bool, check_choice, check_int, check_token_i
 from .model import embedding_rows, n_positions
 
 # %% auto #0
-__all__ = ['TABLE_COLUMNS', 'POLICIES', 'Policy', 'wants_back', 'check_policy', 'policy_of', 'kept', 'check_stream_args',
-           'rerotate_keys', 'evict_to', 'evict_cache', 'recomputed_nll', 'stream_nll', 'check_study_args',
-           'stream_study', 'perplexity_by_position', 'perplexity_past_window', 'long_ids', 'load_causal_lm']
+__all__ = ['TABLE_COLUMNS', 'POLICIES', 'Policy', 'wants_back', 'undeclared_growth', 'check_policy', 'policy_of', 'kept',
+           'check_stream_args', 'sliding_window', 'rerotate_keys', 'evict_to', 'evict_cache', 'recomputed_nll',
+           'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position', 'perplexity_past_window',
+           'long_ids', 'load_causal_lm']
 
 # %% ../nbs/20_stream.ipynb #de76243a
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Policy:
     cached:bool = True                              # streamed through an evicting KV cache; False: each one recomputed
     evicts:bool = True                              # False: keeps every key, so no `window` to check (dense)
     sink_slots:bool = False                         # keeps the first `sinks` positions: `sinks` = 0 is refused
+    grows:bool = False                              # holds more keys after its first eviction: no sliding-window model
 
     def positions(self, t:int, window:int, sinks:int) -> list[int]:
         "`keep(t, window, sinks)` as ints, checked: positions of 0..t, ascending, t last."
@@ -42,10 +44,16 @@ class Policy:
                              f"a policy keeps positions of 0..{t}, ascending, with {t} last")
         return keep
 
-    def cache_size(self, window:int, sinks:int, T:int) -> int|None:
-        "Keys held when the cache first evicts: the first entry t whose kept set misses one (None: no entry of T's)."
+    def evicts_at(self, window:int, sinks:int, T:int) -> int|None:
+        "The first entry t of a T-token text whose kept set misses a key, where eviction begins (None: none does)."
         if not self.evicts: return None
         return next((t for t in range(T - 1) if len(self.positions(t, window, sinks)) <= t), None)
+
+    def cache_size(self, window:int, sinks:int, T:int) -> int|None:
+        "The most keys the cache holds at any entry t < T - 1 of a T-token text (None: it evicts none of them)."
+        first = self.evicts_at(window, sinks, T)
+        if first is None: return None
+        return max(len(self.positions(t, window, sinks)) for t in range(first, T - 1))   # before `first`: fewer
 
 def _recent(t:int, window:int, sinks:int) -> list[int]: return list(range(max(0, t + 1 - window), t + 1))
 
@@ -66,6 +74,17 @@ def wants_back(p:Policy, window:int, sinks:int, T:int) -> str|None:
         before = keep
     return None
 
+def undeclared_growth(p:Policy, window:int, sinks:int, T:int) -> str|None:
+    "Why `p` contradicts its grows=False over T tokens: more keys held than at its first eviction; None: it does not."
+    first = p.evicts_at(window, sinks, T)
+    if p.grows or first is None: return None
+    for t in range(first + 1, T - 1):
+        held = len(p.positions(t, window, sinks))
+        if held > first:
+            return (f"holds {held} keys when token {t} is read, more than the {first} it held at its first eviction "
+                    f"(token {first}), yet it is declared grows=False: register it with grows=True")
+    return None
+
 # %% ../nbs/20_stream.ipynb #169f4254
 TABLE_COLUMNS = ('first', 'last', 'positions')    # a study's table row: these, then one column per policy
 _SMALL = [(window, sinks) for window in (1, 2, 3, 8) for sinks in (0, 1, 2, 4)]   # cases an entry's `keep` runs on
@@ -74,31 +93,44 @@ _SMALL_T = 48                                      # tokens of each case
 def _contradiction(p:Policy, window:int, sinks:int) -> str|None:
     "What `p`'s `keep` does against its declared fields over `_SMALL_T` tokens, in words; None: nothing."
     for t in range(_SMALL_T):
-        try: keep = p.positions(t, window, sinks)
-        except ValueError as e: return str(e)
-        except Exception as e: return f"its `keep` fails when token {t} is read: {type(e).__name__}: {e}"
+        try:
+            keep = p.positions(t, window, sinks)
+        except ValueError as e:
+            return str(e)
+        except Exception as e:
+            return f"its `keep` fails when token {t} is read: {type(e).__name__}: {e}"
         if not p.evicts and len(keep) <= t:
             return f"it keeps {keep[:6]} when token {t} is read, yet it is declared evicts=False (every key kept)"
         if p.sink_slots and sinks and not set(range(min(sinks, t + 1))) <= set(keep):
             return (f"it keeps {keep[:6]} when token {t} is read, yet it is declared sink_slots=True (the first "
                     f"{sinks} positions kept)")
     why = wants_back(p, window, sinks, _SMALL_T) if p.cached and p.evicts else None
+    why = why or undeclared_growth(p, window, sinks, _SMALL_T)
     return None if why is None else f"it {why}"
 
 # %% ../nbs/20_stream.ipynb #fc9f75f4
+def _check_fields(p:Policy):
+    "An error unless `p`'s flags are bools, `about` a string and `keep` a function, and its flags agree."
+    for flag in ('cached', 'evicts', 'sink_slots', 'grows'):
+        check_bool(getattr(p, flag), flag)
+    if not (isinstance(p.about, str) and callable(p.keep)):
+        raise ValueError(f"`about` must be a string and `keep` a function, got {type(p.about).__name__} and "
+                         f"{type(p.keep).__name__}")
+    if p.grows and not p.evicts:
+        raise ValueError("grows=True is for a policy that evicts: one declared evicts=False keeps every key")
+
 def check_policy(name:str, p:Policy, registry) -> Policy:
     "`p` if it may be registered as `name` (a Policy of that name, `checks.Registry` saw): its `keep` does as declared."
     if name in TABLE_COLUMNS:
         raise ValueError(f"{registry.name}[{name!r}]: a policy may not be named {name!r}: a study's table has a column "
                          f"of that name ({', '.join(TABLE_COLUMNS)}), so `stream` and `report --evict` would refuse it")
     try:
-        check_bool(p.cached, 'cached'); check_bool(p.evicts, 'evicts'); check_bool(p.sink_slots, 'sink_slots')
-        if not (isinstance(p.about, str) and callable(p.keep)):
-            raise ValueError(f"`about` must be a string and `keep` a function, got {type(p.about).__name__} and "
-                             f"{type(p.keep).__name__}")
-    except ValueError as e: raise ValueError(f"{registry.name}[{name!r}]: {e}") from None
+        _check_fields(p)
+    except ValueError as e:
+        raise ValueError(f"{registry.name}[{name!r}]: {e}") from None
     for window, sinks in _SMALL:
-        if (why := _contradiction(p, window, sinks)) is not None:
+        why = _contradiction(p, window, sinks)
+        if why is not None:
             raise ValueError(f"{registry.name}[{name!r}] contradicts itself: with window = {window} and sinks = "
                              f"{sinks} {why}")
     return p
@@ -132,38 +164,57 @@ def _check_window(window:int, T:int) -> int:
 
 def _ways_to_evict(p:Policy, window:int, sinks:int, T:int) -> str:
     "What makes `p` evict in a text of T tokens, each checked: fewer sinks, a smaller window, a longer text."
-    full = p.cache_size(window, sinks, T + window + sinks + 2)           # where it would evict in a longer text
-    over = None if full is None else full - (T - 2)                       # the keys too many for this text
+    full = p.evicts_at(window, sinks, T + window + sinks + 2)           # where it would evict in a longer text
+    over = None if full is None else full - (T - 2)                      # the keys too many for this text
     ways = []
-    if over and p.sink_slots and sinks - over >= 1 and p.cache_size(window, sinks - over, T) is not None:
-        ways.append(f"sinks <= {sinks - over}")                           # each sink slot holds a key
-    if over and window - over >= 1 and p.cache_size(window - over, sinks, T) is not None:
+    if over and p.sink_slots and sinks - over >= 1 and p.evicts_at(window, sinks - over, T) is not None:
+        ways.append(f"sinks <= {sinks - over}")                          # each sink slot holds a key
+    if over and window - over >= 1 and p.evicts_at(window - over, sinks, T) is not None:
         ways.append(f"window <= {window - over}")
     ways.append(f"a text of at least {full + 2} tokens" if full is not None else 'a longer text')
     return ', '.join(ways[:-1]) + (', or ' if len(ways) > 1 else '') + ways[-1]
 
 def _check_evicts(p:Policy, window:int, sinks:int, T:int):
     "An error when `p` evicts no key in a text of `T` tokens: it would be dense."
-    if p.cache_size(window, sinks, T) is not None: return
+    if p.evicts_at(window, sinks, T) is not None: return
     if p.sink_slots:
         raise ValueError(f"`sinks` = {sinks} and `window` = {window} keep every token of a text of `T` = {T}: nothing "
                          f"is evicted and the {p.name} policy is dense; use {_ways_to_evict(p, window, sinks, T)}")
     raise ValueError(f"policy {p.name!r} keeps every token of a text of `T` = {T} with `window` = {window} and "
                      f"`sinks` = {sinks}: nothing is evicted; use {_ways_to_evict(p, window, sinks, T)}")
 
-def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None):
-    "Clear errors for a streaming request, found by running the policy's `keep`; `n_positions`: the model's limit."
+# %% ../nbs/20_stream.ipynb #c7d2e9a1
+def _check_cache(p:Policy, window:int, sinks:int, T:int, sliding:int|None):
+    "An error when a KV cache cannot stream `p` over T tokens: a key wanted back, growth, the model's sliding window."
+    why = wants_back(p, window, sinks, T) or undeclared_growth(p, window, sinks, T)    # before minutes of streaming
+    if why:
+        raise ValueError(f"policy {p.name!r} {why}")
+    if p.grows and sliding is not None:
+        raise ValueError(f"policy {p.name!r} is declared grows=True: its cache keeps growing, and the model's own "
+                         f"sliding window of {sliding} keys drops keys it keeps; a KV cache cannot bring a key back: "
+                         "stream it on a model without a sliding window, or register it with cached=False")
+
+def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None):
+    "Clear errors for a streaming request, found by running the policy's `keep`; the model's position limit, window."
     p = policy_of(policy)
-    check_int(window, 'window', 1); check_int(sinks, 'sinks', 0); check_int(T, 'T', 2)
+    check_int(window, 'window', 1)
+    check_int(sinks, 'sinks', 0)
+    check_int(T, 'T', 2)
     if p.evicts: _check_window(window, T)                          # a policy that keeps every key has no window
     if p.sink_slots and sinks == 0:
         raise ValueError(f"`sinks` = 0 keeps no first token: the {policy} policy would keep no sinks; use sinks >= 1, "
                          "or a policy that keeps no sinks")
     if p.evicts: _check_evicts(p, window, sinks, T)
-    if p.evicts and p.cached and (why := wants_back(p, window, sinks, T)):      # before minutes of streaming
-        raise ValueError(f"policy {policy!r} {why}")
+    if p.evicts and p.cached: _check_cache(p, window, sinks, T, check_int(sliding, 'sliding', 1, allow_none=True))
     if n_positions is not None and T > n_positions:
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
+
+def sliding_window(model) -> int|None:
+    "The smallest sliding window of the KV cache transformers builds for `model` (None: none, or no KV cache)."
+    if not hasattr(model, 'generation_config'): return None             # a SinkLM: recomputed, no KV cache
+    from transformers import DynamicCache
+    layers = DynamicCache(config=model.config).layers
+    return min((layer.sliding_window for layer in layers if getattr(layer, 'is_sliding', False)), default=None)
 
 # %% ../nbs/20_stream.ipynb #3d798885
 def rerotate_keys(keys:Tensor, shift:int|Tensor, rotary:nn.Module) -> Tensor:
@@ -274,9 +325,10 @@ def stream_nll(model, ids:Tensor, policy:str='sinks', window:int=256, sinks:int=
                progress:bool=False) -> Tensor:
     "NLL of ids[1:] under `policy`: (T - 1,) nats, entry t predicting position t + 1."
     check_choice(positions, 'positions', ('cache', 'original'))
-    check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model))
+    check_stream_args(policy, window, sinks, _length(ids, model), n_positions(model), sliding_window(model))
+    p = policy_of(policy)
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
-        if not (p := policy_of(policy)).evicts:                 # every key kept: one forward pass is the stream
+        if not p.evicts:                                        # every key kept: one forward pass is the stream
             return F.cross_entropy(_logits_of(model, ids)[:-1].float(), ids[1:], reduction='none')
         if not p.cached or not hasattr(model, 'generation_config'):     # a SinkLM: no KV cache
             return recomputed_nll(model, ids, policy, window, sinks, progress)
@@ -295,7 +347,7 @@ def _check_bins(bins:int, n:int, what:str) -> int:
 
 # %% ../nbs/20_stream.ipynb #4a61a69f
 def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1, positions:str='cache',
-                     n_positions:int|None=None, bins:int|None=None) -> tuple[str, ...]:
+                     n_positions:int|None=None, bins:int|None=None, sliding:int|None=None) -> tuple[str, ...]:
     "Clear errors for a `stream_study` of T tokens (and its table of `bins` rows) before streaming; the policies."
     policies = tuple(POLICIES) if policies is None else policies                 # None: every registered policy
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
@@ -303,8 +355,10 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
     if len(set(policies)) < len(policies): raise ValueError(f"`policies` names a policy twice: {list(policies)}")
     if taken := [p for p in policies if p in TABLE_COLUMNS]:                            # a table row's own columns
         raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
-    for p in policies: check_stream_args(p, window, sinks, T, n_positions)
-    check_choice(positions, 'positions', ('cache', 'original')); check_int(every, 'every', 1)
+    for p in policies:
+        check_stream_args(p, window, sinks, T, n_positions, sliding)                # `sliding`: the model's own window
+    check_choice(positions, 'positions', ('cache', 'original'))
+    check_int(every, 'every', 1)
     grid, slow = _study_grid(T, policies, every), ', '.join(p for p in policies if not policy_of(p).cached)
     if grid[-1] < window:
         raise ValueError(f"`every` = {every} puts no position of {slow} (recomputed) past the window of {window}: it "
@@ -318,7 +372,8 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
 def stream_study(model, ids:Tensor, window:int=256, sinks:int=4, policies=None, positions:str='cache',
                  every:int=1, progress:bool=False) -> dict[str, Tensor]:
     "policy -> NLL per predicted position (T - 1,); a recomputed one only at every `every`-th (NaN elsewhere)."
-    policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model))
+    policies = check_study_args(_length(ids, model), window, sinks, policies, every, positions, n_positions(model),
+                                sliding=sliding_window(model))          # every policy refused before any streams
     out = {}
     with eval_mode(model):                                 # no dropout in a measurement; the model's modes come back
         for p in policies:
