@@ -84,13 +84,23 @@ def eviction_nll(model:SinkLM, ids:torch.Tensor, policy:str, window:int=16, sink
     return recomputed_nll(model, ids, policy, window, sinks)                   # a SinkLM keeps no KV cache
 
 # %% ../nbs/22_run_summaries.ipynb #05c7b80c
+def _column(name:str, window:int, sinks:int) -> str:
+    "The column of policy `name` with `sinks` + `window` keys: ppl_sinks4+12/dense; a name ending in a digit gets '_'."
+    sep = '_' if name[-1:].isdigit() else ''                     # ppl_strided8_4+12, not ppl_strided84+12
+    return f"ppl_{name}{sep}{f'{sinks}+' if sinks else ''}{window}/dense"
+
 def eviction_columns(cache:int=16, sinks:int=4, policies=('window', 'sinks')) -> dict[str, tuple[str, int, int]]:
     "column -> (policy, window, sinks) of a `cache`-token KV cache per policy: a sink policy's sinks take their share."
-    check_int(cache, 'cache', 2); check_int(sinks, 'sinks', 1, cache - 1)
+    check_int(cache, 'cache', 2)
+    check_int(sinks, 'sinks', 1, cache - 1)
     out = {}
     for name in policies:
-        s = sinks if policy_of(name).sink_slots else 0                  # sink slots take their share of the cache
-        out[f"ppl_{name}{f'{s}+' if s else ''}{cache - s}/dense"] = (name, cache - s, s)
+        if policy_of(name).grows:                                # its cache would outgrow the `cache` keys it is named by
+            raise ValueError(f"policy {name!r} is declared grows=True: it holds more than `cache` = {cache} keys as "
+                             "the text goes on, so it has no column of a cache of that size; compare it with "
+                             "`stream.stream_study`")
+        s = sinks if policy_of(name).sink_slots else 0           # sink slots take their share of the cache
+        out[_column(name, cache - s, s)] = (name, cache - s, s)
     return out
 
 EVICTION_COLUMNS = eviction_columns()
@@ -98,12 +108,13 @@ EVICTION_COLUMNS = eviction_columns()
 def eviction_costs(model:SinkLM, ids:torch.Tensor, columns:dict=EVICTION_COLUMNS) -> dict:
     "column -> perplexity under (policy, window, sinks) over dense, on the positions of `ids` (N, T) past the cache."
     T = _token_rows(ids).shape[1]
-    for policy, window, sinks in columns.values(): check_stream_args(policy, window, sinks, T, n_positions(model))
-    caches = {c: policy_of(p).cache_size(w, s, T) or 0 for c, (p, w, s) in columns.items()}   # keys held: 0 keeps all
+    for policy, window, sinks in columns.values():
+        check_stream_args(policy, window, sinks, T, n_positions(model))
+    starts = {c: policy_of(p).evicts_at(w, s, T) or 0 for c, (p, w, s) in columns.items()}   # where eviction begins
     dense, out = eviction_nll(model, ids, 'dense'), {}
     for column, (policy, window, sinks) in columns.items():
         nll = dense if not policy_of(policy).evicts else eviction_nll(model, ids, policy, window, sinks)
-        past = caches[column]
+        past = starts[column]
         out[column] = round(math.exp(nll[:, past:].mean().item() - dense[:, past:].mean().item()), 6)
     return out
 
