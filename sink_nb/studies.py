@@ -35,12 +35,15 @@ def variant_folder(label:str) -> str:
 
 # %% ../nbs/23_studies.ipynb #63cf15b7
 _STUDY_SETS = ('seed', 'out_dir', 'progress', 'overwrite', 'resume', 'corpus_args')   # train_variant sets these
-
 _SECTIONS = {'model': {f.name for f in fields(SinkConfig)} | {'preset'}, 'train': {f.name for f in fields(TrainConfig)}}
 _OVERRIDE_KEYS = {'config', *(k for s, ks in _SECTIONS.items() for k in (*ks, *(f'{s}.{k}' for k in ks)))}
-
+def _check_warmup(overrides:dict, warmup:int, steps:int):
+    "An error when a variant sets a warmup its runs never finish: `warmup` not below the `steps` they train."
+    if {'warmup', 'train.warmup'} & set(overrides) and warmup >= steps:     # a config's own may outlast a smoke run
+        raise ValueError(f"it sets warmup = {warmup}, yet its runs train for {steps} steps: the learning rate would "
+                         f"never leave its warmup; use steps > {warmup} (--steps) or warmup < {steps}")
 def check_study(name:str, variants, registry) -> dict:
-    "A study as CPU_STUDIES takes it: label -> overrides of known keys, at least one variant, each with its own folder."
+    "A study as CPU_STUDIES takes it: label -> overrides of known keys and values, each variant with its own folder."
     where = f"{registry.name}[{name!r}]"
     if not (isinstance(variants, dict) and variants
             and all(isinstance(l, str) and isinstance(o, dict) for l, o in variants.items())):
@@ -54,10 +57,15 @@ def check_study(name:str, variants, registry) -> dict:
             raise ValueError(f"{where} variant {label!r} sets {set_here}, which the study sets for each run")
         if not isinstance(overrides.get('config', ''), str):
             raise TypeError(f"{where} variant {label!r}: 'config' must name a config, got {overrides['config']!r}")
+        try:                                               # its values, as a run of the config's length reads them
+            train_cfg = load_run_config(overrides.get('config', 'demo-softmax'),
+                                        {k: v for k, v in overrides.items() if k != 'config'})[1]
+            _check_warmup(overrides, train_cfg.warmup, train_cfg.steps)
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"{where} variant {label!r}: {e}") from None
     if len({variant_folder(l).casefold() for l in variants}) < len(variants):
         raise ValueError(f"{where}: two variants share a folder: {[variant_folder(l) for l in variants]}")
     return variants
-
 CPU_STUDIES = Registry('CPU_STUDIES', dict, check_study, {   # study -> {variant: overrides; 'config': another base}
     'optimization': {'lr=0.003': dict(lr=0.003, min_lr=0.0003), 'lr=0.01 (demo)': {},
                      'lr=0.03': dict(lr=0.03, min_lr=0.003)},
@@ -100,6 +108,7 @@ def variant_configs(overrides:dict, seed:int, steps:int|None, out:str, progress:
     config = settings.pop('config', 'demo-softmax')
     base = load_run_config(config, settings)[1]
     steps = steps or base.steps
+    _check_warmup(overrides, base.warmup, steps)                     # where --steps meets the variant's warmup
     settings |= dict(steps=steps, seed=seed, out_dir=out, progress=progress, overwrite=True,      # a fresh row per step
                      corpus_args=dict(n=steps * base.batch_size + base.val_blocks))
     return load_run_config(config, settings)[:2]
@@ -132,11 +141,9 @@ def _alone(model_cfg:SinkConfig, cfg:TrainConfig, keep_going:bool) -> str:
 # %% ../nbs/23_studies.ipynb #b8d2e004
 WORKER_REGISTRIES = ('attention.ATTENTION_OPS', 'attention.NORMALIZERS', 'model.NORMS', 'model.MLPS', 'model.GATES',
                      'model.INITS', 'positions.POSITIONS', 'run_configs.MITIGATIONS')  # plain dicts a run reads
-
 def _registry(where:str):
     "The registry 'module.NAME' of sink_nb."
     return getattr(importlib.import_module(f"sink_nb.{where.split('.')[0]}"), where.split('.')[1])
-
 def _registries() -> dict:
     "'module.NAME' -> each registry a training process may read: WORKER_REGISTRIES and every Registry of sink_nb."
     found = {r: _registry(r) for r in WORKER_REGISTRIES}
@@ -145,10 +152,7 @@ def _registries() -> dict:
             if isinstance(value, Registry) and all(value is not v for v in found.values()):
                 found[f"{module.__name__.removeprefix('sink_nb.')}.{name}"] = value
     return found
-
 _BUILT_IN = {r: frozenset(registry) for r, registry in _registries().items()}    # what a fresh process holds
-
-# %% ../nbs/23_studies.ipynb #c58a0002
 def late_entries() -> dict[str, dict[str, bytes]]:
     "'module.NAME' -> {key: pickled entry} of what was registered in this process, which a spawned one lacks."
     late = {}
@@ -161,9 +165,7 @@ def late_entries() -> dict[str, dict[str, bytes]]:
                                  f"({type(e).__name__}: {e}), so a training process cannot have it: define it at the "
                                  "top level of a module, or train one run at a time (jobs 1)") from None
     return late
-
 _UNREACHED = []     # in a training process: the parent's late entries it could not load, with why
-
 def _add_late(late:dict):
     "Register the parent's `late_entries` in this training process; one that does not load is kept in _UNREACHED."
     for r, entries in late.items():
@@ -171,10 +173,7 @@ def _add_late(late:dict):
             try:
                 if key not in (registry := _registry(r)): registry[key] = pickle.loads(blob)
             except Exception as e: _UNREACHED.append(f"{r.split('.')[1]}[{key!r}] ({type(e).__name__}: {e})")
-
-# %% ../nbs/23_studies.ipynb #c58a0003
 _LEAVING = []     # in a training process: set as it leaves, when a SIGTERM has nothing left to unwind
-
 def _pool_worker(bar_lock, late:dict):
     "A pool worker: the parent's bar lock and late entries; leaves Ctrl-C to its parent (terminate() ends it as one)."
     from multiprocessing.util import Finalize
@@ -185,7 +184,6 @@ def _pool_worker(bar_lock, late:dict):
     # frees the run's lock, no traceback; once leaving, exit at once: an exit inside the exit prints a traceback
     Finalize(None, _LEAVING.append, args=(True,), exitpriority=100)    # the first thing its exit runs
     _add_late(late)                                            # never raises: a pool would restart the worker forever
-
 def training_pool(jobs:int):
     "A `with` block's pool of `jobs` spawned training processes, given this one's late entries; interrupted, runs end."
     import multiprocessing
@@ -442,14 +440,11 @@ def _only(name:str, variants:dict, only) -> dict:
         raise ValueError(f"`only` names no variant of {name!r}: {unknown}; its variants: {list(variants)}")
     if twice := [o for o in variants if only.count(o) > 1]: raise ValueError(f"`only` lists {twice} more than once")
     return {k: v for k, v in variants.items() if k in only}
-
 def read_study(name:str, variants:dict, done:dict, command:str='', meta:dict|None=None) -> Study:
     "Trained runs, (label, seed) -> folder, read into a Study; a run that stopped early is kept, with why."
     runs = [study_record(label, s, path) for (label, s), path in done.items()]
     failed = [f"{r['variant']} seed {r['seed']}: {r['failed']}" for r in runs if r.get('failed')]
     return Study(name, variants, runs, command, dict(meta or {}, **({'failed': failed} if failed else {})))
-
-# %% ../nbs/23_studies.ipynb #c58a0004
 def study_runs(out, variants:dict) -> dict[tuple, Path]:
     "(label, seed) -> folder of each run of the study's `variants` in `out` (out/LABEL/seedK), by label, then seed."
     found = {}
@@ -461,7 +456,6 @@ def study_runs(out, variants:dict) -> dict[tuple, Path]:
             raise ValueError(f"{odd[0]} is a run, but not a study's seedK folder: move it away, or rename it")
         found |= {(label, int(p.name[4:])): p for p in sorted(runs, key=lambda p: int(p.name[4:]))}
     return found
-
 def _run_differs(path:Path, overrides:dict, steps:int|None) -> list[str]:
     "What the run in `path` was trained with that a run of `overrides` for `steps` is not: 'train.steps 50 there, ...'."
     have = Run(path).config
@@ -469,8 +463,6 @@ def _run_differs(path:Path, overrides:dict, steps:int|None) -> list[str]:
     pairs = (('model', asdict(have.model), asdict(want[0])), ('train', asdict(have.train), asdict(want[1])))
     return [f"{part}.{k} {a[k]!r} there, {b.get(k)!r} here" for part, a, b in pairs for k in a
             if k not in _STUDY_SETS and json.dumps(a[k], default=str) != json.dumps(b.get(k), default=str)]
-
-# %% ../nbs/23_studies.ipynb #c58a0005
 def check_study_out(out, name:str, variants:dict, steps:int|None=None, setting:str='demo') -> dict[tuple, Path]:
     "The runs of study `name` (`variants` in `setting`) in `out`; refused: a record or run of other study or settings."
     out = Path(out)
@@ -486,7 +478,6 @@ def check_study_out(out, name:str, variants:dict, steps:int|None=None, setting:s
             raise ValueError(f"{path} is not a run of {label!r} in study {name!r}, setting {setting!r}, steps "
                              f"{steps or 'of the config'}: {'; '.join(differs[:4])}" + again)
     return runs
-
 def plan_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, variants:dict|None=None,
                setting:str='demo') -> tuple[dict, dict, dict]:
     "Study `name`'s variants in `setting`, those to train (`only`), and its runs in `out` already; each checked."
@@ -496,7 +487,11 @@ def plan_study(name:str, out, seeds=(0,), only=None, steps:int|None=None, varian
     chosen = every if only is None else _only(name, every, only)
     check_seeds(seeds)
     _variant_folders(chosen, check_int(steps, 'steps', 1, allow_none=True))
-    for overrides in chosen.values(): variant_configs(overrides, 0, steps, str(out))   # a bad value: before any run
+    for label, overrides in chosen.items():                             # a bad value: refused before any run
+        try:
+            variant_configs(overrides, 0, steps, str(out))
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"variant {label!r}: {e}") from None
     return every, chosen, check_study_out(out, name, every, steps, setting)
 
 # %% ../nbs/23_studies.ipynb #c58a0006

@@ -212,3 +212,27 @@ def test_a_late_op_a_training_process_cannot_load_is_one_line_without_a_tracebac
                          timeout=300)
     one_line_refusal(res, "ATTENTION_OPS['zz-main-op'] (AttributeError: Can't get attribute 'f'")
     assert 'did not reach a training process' in res.stderr and not list(tmp_path.rglob('metrics.jsonl'))
+
+
+@pytest.fixture
+def warm_study():
+    "A late study whose variant sets a warmup of 200 steps, under a name no one else registers."
+    name = 'zz-warm-of-this-test'
+    studies.CPU_STUDIES[name] = {'demo': {}, 'warm 200': dict(warmup=200)}
+    try:
+        yield name
+    finally:
+        del studies.CPU_STUDIES[name]
+
+
+def test_a_warmup_longer_than_the_steps_is_refused_before_training(warm_study, tmp_path):
+    "Before: `--steps 50` with a variant's warmup=200 trained 50 steps that never left the warmup, silently."
+    out = tmp_path / 'out'
+    with pytest.raises(SystemExit, match="sink-nb study: .*variant 'warm 200': it sets warmup = 200, yet its runs train "
+                                         "for 50 steps: the learning rate would never leave its warmup"):
+        cli.main(['study', warm_study, '--seeds', '1', '--steps', '50', '--jobs', '1', '--out', str(out)])
+    assert not out.exists()                                                     # refused before any folder
+    with pytest.raises(ValueError, match=r"CPU_STUDIES\['zz-warm'\] variant 'w': it sets warmup = 900, yet its runs "
+                                         "train for 600 steps"):
+        studies.CPU_STUDIES['zz-warm'] = {'w': dict(warmup=900)}                # longer than its own config's steps
+    assert 'zz-warm' not in studies.CPU_STUDIES
