@@ -93,6 +93,8 @@ def eviction_columns(cache:int=16, sinks:int=4, policies=('window', 'sinks')) ->
     "column -> (policy, window, sinks) of a `cache`-token KV cache per policy: a sink policy's sinks take their share."
     check_int(cache, 'cache', 2)
     check_int(sinks, 'sinks', 1, cache - 1)
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)):
+        raise ValueError(f"`policies` must be a list of policy names, got {policies!r}")
     out = {}
     for name in policies:
         if policy_of(name).grows:                                # it would outgrow the `cache` keys it is named by

@@ -36,8 +36,13 @@ class Policy:
 
     def positions(self, t:int, window:int, sinks:int) -> list[int]:
         "`keep(t, window, sinks)` as ints, checked: positions of 0..t, ascending, t last."
+        try:
+            raw = self.keep(t, window, sinks)
+        except Exception as e:                       # a user's function: its failure named, as a refusal
+            raise ValueError(f"policy {self.name!r} fails when token {t} is read: its `keep` raised "
+                             f"{type(e).__name__}: {e}") from e
         keep = [p if type(p) is int else int(p) if isinstance(p, numbers.Integral) else p   # int first: fast
-                for p in self.keep(t, window, sinks)]
+                for p in raw]
         if not (isinstance(t, int) and keep and keep[-1] == t
                 and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))):
             raise ValueError(f"policy {self.name!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; "
@@ -95,10 +100,8 @@ def _contradiction(p:Policy, window:int, sinks:int) -> str|None:
     for t in range(_SMALL_T):
         try:
             keep = p.positions(t, window, sinks)
-        except ValueError as e:
+        except ValueError as e:                              # out of order, or `keep` itself failed
             return str(e)
-        except Exception as e:
-            return f"its `keep` fails when token {t} is read: {type(e).__name__}: {e}"
         if not p.evicts and len(keep) <= t:
             return f"it keeps {keep[:6]} when token {t} is read, yet it is declared evicts=False (every key kept)"
         if p.sink_slots and sinks and not set(range(min(sinks, t + 1))) <= set(keep):

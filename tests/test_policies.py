@@ -106,8 +106,8 @@ def recent(t, window, sinks): return list(range(max(0, t + 1 - window), t + 1))
     (stream.Policy('p', 'not ascending', lambda t, window, sinks: list(range(t, -1, -1))),
      "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 policy 'p' keeps [1, 0] when token 1 is read"),
     (stream.Policy('p', 'its keep fails', lambda t, window, sinks: [t] if t < 5 else 1 / 0),
-     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 its `keep` fails when token 5 is read: "
-     "ZeroDivisionError"),
+     "POLICIES['p'] contradicts itself: with window = 1 and sinks = 0 policy 'p' fails when token 5 is read: its "
+     "`keep` raised ZeroDivisionError"),
     (stream.Policy('q', 'another name', recent), "POLICIES['p'] is named 'q'"),
     ('window', "POLICIES['p'] must be a Policy, got str"),
     (dict(name='p', keep=recent), "POLICIES['p'] must be a Policy, got dict"),
@@ -231,3 +231,22 @@ def test_a_growing_policy_is_refused_up_front_on_a_model_with_its_own_sliding_wi
     with pytest.raises(SystemExit, match=re.escape(f"sink-nb stream: policy {late!r} is declared grows=True")):
         main(['stream', str(folder), '--T', '48', '--window', '4', '--sinks', '2', '--policies', 'sinks', late,
               '--quiet'])
+
+
+@pytest.fixture
+def fails_late():
+    "A policy whose `keep` fails from token 100 on: past every small case of the insert check."
+    name = 'fails-late-of-this-test'
+    POLICIES[name] = stream.Policy(name, 'the last `window` keys, until token 100', lambda t, window, sinks:
+                                   recent(t, window, sinks) if t < 100 else 1 / 0)
+    try:
+        yield name
+    finally:
+        del POLICIES[name]
+
+
+def test_a_keep_that_fails_late_in_the_text_is_a_refusal_naming_the_policy(fails_late):
+    "Before: a bare ZeroDivisionError from check_stream_args (a traceback from the command line)."
+    says = f"policy {fails_late!r} fails when token 100 is read: its `keep` raised ZeroDivisionError: division by zero"
+    with pytest.raises(ValueError, match=re.escape(says)):
+        stream.check_stream_args(fails_late, 4, 0, 200)
