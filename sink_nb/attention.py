@@ -57,7 +57,9 @@ def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='
 def shortest_causal_probe(eps:float) -> int:
     "Fewest tokens T at which an even causal head's α₁ = H_T / T is <= ε; below it Sink_1 counts heads that don't sink."
     T, harmonic = 1, 1.0
-    while harmonic / T > eps: T += 1; harmonic += 1 / T
+    while harmonic / T > eps:
+        T += 1
+        harmonic += 1 / T
     return T
 
 def check_probe_length(T:int, eps:float) -> int:
@@ -210,7 +212,8 @@ class AttentionSpec:
     scale:PositiveFloat|None = None      # score scale; None: 1/sqrt(d_h)
 
     def __post_init__(self):
-        check_fields(self); check_choice(self.op, 'op', ATTENTION_OPS)
+        check_fields(self)
+        check_choice(self.op, 'op', ATTENTION_OPS)
         if self.normalize is None: object.__setattr__(self, 'normalize', not self.operation.optional_norm)
         if not (self.normalize or self.operation.optional_norm):
             raise ValueError(f"`normalize=False` is not allowed with op={self.op!r}: it normalises its rows itself")
@@ -279,7 +282,9 @@ class QK:
     def __init__(self, q:Tensor, k:Tensor, spec:AttentionSpec=AttentionSpec(), slot_k:Tensor|None=None,
                  sink_logit:Tensor|None=None, feature_map:Callable|None=None, score_bias:Callable|None=None,
                  mask:Tensor|None=None, proxy:bool=False, check:bool=True):
-        if check: check_tensor(q, 'q', ranks=(3, 4)); check_tensor(k, 'k', ranks=(3, 4))
+        if check:
+            check_tensor(q, 'q', ranks=(3, 4))
+            check_tensor(k, 'k', ranks=(3, 4))
         self.unbatched = q.ndim == 3
         q, k = (q.unsqueeze(0), k.unsqueeze(0)) if self.unbatched else (q, k)
         self.spec, self.op, self.proxy, self.score_bias = spec, spec.operation, proxy, score_bias

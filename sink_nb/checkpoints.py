@@ -22,9 +22,12 @@ __all__ = ['CHECKPOINT_SCHEDULES', 'save_tree', 'load_tree', 'rng_state', 'set_r
 # %% ../nbs/09_checkpoints.ipynb #72b9dedb
 def _encode(obj, tensors:dict, path:str='t'):
     "JSON-able structure of `obj`; its tensors (and numpy arrays) go to `tensors` under their path."
-    if isinstance(obj, Tensor): tensors[path] = obj.detach().cpu().contiguous(); return {'__tensor__': path}
+    if isinstance(obj, Tensor):
+        tensors[path] = obj.detach().cpu().contiguous()
+        return {'__tensor__': path}
     if isinstance(obj, np.ndarray):
-        tensors[path] = torch.from_numpy(np.ascontiguousarray(obj)); return {'__ndarray__': path}
+        tensors[path] = torch.from_numpy(np.ascontiguousarray(obj))
+        return {'__ndarray__': path}
     if isinstance(obj, dict):
         return {'__dict__': [[k, _encode(v, tensors, f'{path}.{i}')] for i, (k, v) in enumerate(obj.items())]}
     if isinstance(obj, (list, tuple)):
@@ -65,7 +68,9 @@ def rng_state() -> dict:
                 cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
 
 def set_rng_state(s:dict):
-    torch.set_rng_state(s['torch']); np.random.set_state(s['numpy']); random.setstate(s['python'])
+    torch.set_rng_state(s['torch'])
+    np.random.set_state(s['numpy'])
+    random.setstate(s['python'])
     if s.get('cuda') is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s['cuda'])
 
 # %% ../nbs/09_checkpoints.ipynb #32e5d4b8
@@ -106,14 +111,18 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
     "Write checkpoints/step-N atomically (temp dir + rename), with a checksum of every file; keep the newest `keep`."
     from safetensors.torch import save_file
     keep = check_int(keep, 'keep', 1, allow_none=True)            # None: a series, nothing pruned
-    ckpts = Path(run_dir) / 'checkpoints'; final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
+    ckpts = Path(run_dir) / 'checkpoints'
+    final, tmp = ckpts / f'step-{step}', ckpts / f'step-{step}.tmp'
     model_state = {k: v.detach().cpu().contiguous() for k, v in model_state.items()}
     list_checkpoints(run_dir)                                  # a linked checkpoints/ is refused before any write
-    ckpts.mkdir(parents=True, exist_ok=True); _check_space(ckpts, list(model_state.values()) * 3)   # + Adam's moments
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    ckpts.mkdir(parents=True, exist_ok=True)   # + Adam's moments
+    _check_space(ckpts, list(model_state.values()) * 3)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     try:
         save_file(model_state, str(tmp / 'model.safetensors'))
-        save_tree(optim_state, tmp / 'optimizer.safetensors'); save_tree(rng_state(), tmp / 'rng.safetensors')
+        save_tree(optim_state, tmp / 'optimizer.safetensors')
+        save_tree(rng_state(), tmp / 'rng.safetensors')
         files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
         (tmp / 'state.json').write_text(json.dumps(state | dict(sha256=files)))
     except (OSError, SafetensorError) as e:
@@ -122,7 +131,8 @@ def save_checkpoint(run_dir:Path, step:int, model_state:dict, optim_state:dict, 
             raise OSError(errno.ENOSPC, f"disk full while writing checkpoint step-{step} in {ckpts}; the last "
                                         "complete checkpoint is kept") from None
         raise
-    shutil.rmtree(final, ignore_errors=True); os.replace(tmp, final)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
     for old in list_checkpoints(run_dir)[:-keep] if keep else []:
         shutil.rmtree(ckpts / f'step-{old}', ignore_errors=True)
     return final
@@ -181,7 +191,8 @@ def foreign_checkpoint_entries(ckpts:Path) -> list[str]:
     for d in sorted(ckpts.iterdir()):
         if d.name.startswith('.write-test-') and plain_file(d): continue   # `claim`'s, cut short
         if d.is_symlink() or not d.is_dir() or not re.fullmatch(r'step-\d+(\.tmp)?', d.name):
-            out.append(d.name); continue
+            out.append(d.name)
+            continue
         if d.name.endswith('.tmp'): continue                   # a write a kill -9 cut short: whatever it holds is ours
         out += [f'{d.name}/{f.name}' for f in sorted(d.iterdir())
                 if not plain_file(f) or f.name not in _CHECKPOINT_FILES]

@@ -191,7 +191,8 @@ def pattern_chunk(
 ) -> QueryChunk:
     "Full attention weights as the one chunk of a pass, with the keys each query sees."
     check_tensor(pattern, 'pattern', ranks=(4,))
-    T = pattern.shape[-2]; n = pattern.shape[-1] - T
+    T = pattern.shape[-2]
+    n = pattern.shape[-1] - T
     i = torch.arange(T, device=pattern.device)
     vis = visible(i[:, None], i[None], window, prefix) if causal else i.new_ones(T, T, dtype=torch.bool)
     vis = torch.cat([vis.new_ones(T, n), vis], -1)

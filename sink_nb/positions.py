@@ -59,13 +59,17 @@ class Sinusoidal(NoPE):
 
 class LearnedPositions(NoPE):
     from_config = classmethod(Sinusoidal.from_config.__func__)                  # the same table shape
-    def __init__(self, n_positions:int, d:int): super().__init__(); self.wpe = nn.Embedding(n_positions, d)
+    def __init__(self, n_positions:int, d:int):
+        super().__init__()
+        self.wpe = nn.Embedding(n_positions, d)
     def embed(self, positions:Tensor) -> Tensor: return self.wpe(positions)
 
 # %% ../nbs/06_positions.ipynb #5f1e81a1
 def alibi_slopes(n_head:int) -> Tensor:
     "ALiBi's per-head slopes m_h, as in Press et al.'s reference code, for any number of heads."
-    def geometric(n): start = 2 ** (-8 / n); return [start ** (i + 1) for i in range(n)]
+    def geometric(n):
+        start = 2 ** (-8 / n)
+        return [start ** (i + 1) for i in range(n)]
     closest = 2 ** math.floor(math.log2(n_head))
     return torch.tensor(geometric(closest) + geometric(2 * closest)[0::2][:n_head - closest])
 
@@ -82,7 +86,8 @@ class ALiBi(NoPE):
     @classmethod
     def from_config(cls, cfg) -> 'ALiBi': return cls(cfg.n_head)
     def __init__(self, n_head:int):
-        super().__init__(); self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
+        super().__init__()
+        self.register_buffer('slopes', alibi_slopes(n_head), persistent=False)
     def score_bias(self) -> AlibiBias: return AlibiBias(self.slopes)
 
 # %% ../nbs/06_positions.ipynb #9e917fb5
@@ -108,14 +113,16 @@ class Relative(NoPE):
     @classmethod
     def from_config(cls, cfg) -> 'Relative': return cls(cfg.n_head, cfg.relative_buckets, cfg.relative_max_distance)
     def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
-        super().__init__(); self.nb, self.md = n_buckets, max_distance
+        super().__init__()
+        self.nb, self.md = n_buckets, max_distance
         self.table = nn.Parameter(torch.zeros(n_buckets, n_head))                  # (buckets, H)
     def score_bias(self) -> BucketBias: return BucketBias(self.table, self.nb, self.md)
 
 class RelativeReference(Relative):
     "The reference code's relative PE: + bucket(i - j) itself, every head, not learned."
     def __init__(self, n_head:int, n_buckets:int=32, max_distance:int=128):
-        NoPE.__init__(self); self.nb, self.md = n_buckets, max_distance
+        NoPE.__init__(self)
+        self.nb, self.md = n_buckets, max_distance
         self.register_buffer('table', torch.arange(n_buckets).float()[:, None].expand(n_buckets, n_head).contiguous(),
                              persistent=False)
 

@@ -45,7 +45,8 @@ def residual_outliers(model:SinkLM, tokens:torch.Tensor) -> dict:
     for n in names:
         x = cache[n].double().flatten()
         z = (x - x.mean()) / x.std().clamp_min(1e-12)
-        kurt.append(round(float((z ** 4).mean() - 3), 3)); peak.append(round(float(x.abs().max()), 3))
+        kurt.append(round(float((z ** 4).mean() - 3), 3))
+        peak.append(round(float(x.abs().max()), 3))
     return dict(kurtosis=kurt, max_abs=peak)
 
 # %% ../nbs/22_run_summaries.ipynb #7c8e7699
@@ -139,7 +140,8 @@ def variant_of(run_dir) -> str:
 def run_summary(run_dir, eps=(0.1, 0.3, 0.5), threshold:float=10.0, outlier_samples:int=16,
               data:RunData|None=None, eviction_samples:int=64) -> dict:   # data: instead of the run's own
     "One row: the statistics that decide whether a mitigation is worth it, at the run's last good checkpoint."
-    run = Run(run_dir); cfg = run.config
+    run = Run(run_dir)
+    cfg = run.config
     model, step = run.model()
     evals = run.eval_set() if data is None else eval_set(data, cfg.train, cfg.model.vocab_size)
     loss, costs = quantisation_costs(model, evals, cfg.train)
@@ -188,7 +190,9 @@ def summarise(rows:list[dict]) -> dict[str, dict]:
         steps = sorted({r.get('step') for r in group} - {None})
         s = out.setdefault(group[0]['variant'], dict(n=len(group), steps=steps))
         for c in summary_columns(rows):
-            if c.startswith('onset>'): s[c] = onset_summary([r.get(c) for r in group]); continue
+            if c.startswith('onset>'):
+                s[c] = onset_summary([r.get(c) for r in group])
+                continue
             vals = [r[c] for r in group if r.get(c) is not None]
             s[c] = (float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else None) if vals else None
         s['sink1_peak_steps'] = sorted(r['sink1_peak_step'] for r in group if r.get('sink1_peak_step') is not None)

@@ -60,6 +60,7 @@ class Policy:
         if first is None: return None
         return max(len(self.positions(t, window, sinks)) for t in range(first, T - 1))   # before `first`: fewer
 
+# %% ../nbs/20_stream.ipynb #5e1c7a20
 def _recent(t:int, window:int, sinks:int) -> list[int]: return list(range(max(0, t + 1 - window), t + 1))
 
 def _first_and_recent(t:int, window:int, sinks:int) -> list[int]:
@@ -311,7 +312,9 @@ def recomputed_nll(model, ids:Tensor, policy:str, window:int, sinks:int=4, progr
     out = torch.full((len(rows), rows.shape[1] - 1), float('nan'))    # NaN where `every` skips a position
     for t in _steps(rows.shape[1] - 1, f'{policy} (recomputed)', progress, every):
         keep = kept(t, policy, window, sinks)
-        if len(keep) > t: out[:, t] = dense[:, t].cpu(); continue     # nothing evicted yet: the dense prediction
+        if len(keep) > t:     # nothing evicted yet: the dense prediction
+            out[:, t] = dense[:, t].cpu()
+            continue
         logits = _batch_logits(model, rows[:, keep])[:, -1]
         out[:, t] = F.cross_entropy(logits.float(), rows[:, t + 1], reduction='none').cpu()
     return out if ids.ndim == 2 else out[0]

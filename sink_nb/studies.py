@@ -210,7 +210,8 @@ def train_variants(out, variants:dict, seeds=(0,), steps:int|None=None, jobs:int
                    keep_going:bool=False) -> dict[tuple, Path]:
     "Train each variant (label -> overrides) for each seed into out/LABEL/seedK, in seed batches; (label, seed) -> run."
     seeds, folders = check_seeds(seeds), _variant_folders(variants, steps)
-    check_int(steps, 'steps', 1, allow_none=True); check_int(jobs, 'jobs', 1)
+    check_int(steps, 'steps', 1, allow_none=True)
+    check_int(jobs, 'jobs', 1)
     parts = min(len(seeds), max(1, jobs // len(variants)))      # a variant's seeds split so that every job has work
     tasks = [(label, seeds[i::parts]) for label in variants for i in range(parts)]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
@@ -417,7 +418,8 @@ def confirm_claim(claims, claim:str, explore:Study, confirm:dict, a, b, states:s
 # %% ../nbs/23_studies.ipynb #ffc78a47
 def study_record(label:str, seed:int, run_dir) -> dict:
     "A run of a study: its evaluations; with divisor='visible', the reference's final Sink_k; `failed`: why it stopped."
-    run = Run(run_dir); cfg = run.config
+    run = Run(run_dir)
+    cfg = run.config
     curve = [dict(step=e.step, val_loss=round(e.val_loss, 5), sink={str(k): v for k, v in e.sink.items()},
                   **({} if e.sink_star is None else dict(sink_star=e.sink_star))) for e in run.metrics()]
     rec = dict(variant=label, seed=seed, model=cfg.model.name, steps=cfg.train.steps, divisor=cfg.train.divisor,
