@@ -13,31 +13,158 @@ from .model import SinkConfig
 from .run_settings import TrainConfig
 
 # %% auto #0
-__all__ = ['CPU_SCALE', 'MITIGATIONS', 'list_configs', 'load_run_config', 'scale_to_cpu', 'check_mitigation', 'mitigation_config']
+__all__ = ['MITIGATIONS', 'MITIGATION_WORDS', 'CPU_SCALE', 'check_mitigation', 'mitigation_config', 'check_words',
+           'mitigation_configs', 'list_configs', 'load_run_config', 'scale_to_cpu']
 
 # %% ../nbs/12_run_configs.ipynb #46d544b8
 def _config_dir() -> Path:
     import importlib.resources
     return Path(str(importlib.resources.files('sink_nb') / 'configs'))
 
-def list_configs() -> list[str]:
-    "Names of the experiment configs shipped with sink_nb."
-    return sorted(p.stem for p in _config_dir().glob('*.yaml'))
+def _config_files() -> list[str]:
+    "Names of the YAML files shipped in sink_nb/configs."
+    return [p.stem for p in _config_dir().glob('*.yaml')]
 
 _SECTIONS = ('description', 'base', 'paper', 'sources', 'model', 'train')
 
+# %% ../nbs/12_run_configs.ipynb #2267b8d9
+_SIZE_FIELDS = ('preset', 'n_layer', 'n_embd', 'n_kv_head', 'd_ff', 'vocab_size', 'block_size')
+_SCALES = {   # scale -> its base config, how a description starts, and the paper's word unless the mitigation has one
+    'demo': dict(base='demo-softmax', lead='CPU demo task with',
+                 paper=dict(sink_rate=None, note='CPU mitigation comparison (experiments/06_mitigations)')),
+    '60m': dict(base='60m-default', lead='60M with', paper=dict(sink_rate=None, note='not in the paper')),
+    '1b': dict(base='1b-softmax', lead='1B with', paper=dict(sink_rate=None, note='not measured by the paper at 1B')),
+}
+
+def check_mitigation(name:str, fields:dict, registry) -> dict:
+    "`fields` if they set SinkConfig fields of attention that the tiny model accepts (a dict, `checks.Registry` saw)."
+    allowed = sorted(set(field_types(SinkConfig)) - {'name', *_SIZE_FIELDS})      # a CPU run replaces name and size
+    bad = [f for f in fields if f not in allowed]
+    if bad:
+        raise ValueError(f"{registry.name}[{name!r}] sets {bad}: a mitigation sets SinkConfig fields of attention, not "
+                         f"the model's name or size; it may set {allowed}")
+    try: SinkConfig.from_name('tiny-cpu', **fields)
+    except (ValueError, TypeError) as e: raise ValueError(f"{registry.name}[{name!r}] = {fields}: {e}") from None
+    clash = sorted({f'{scale}-{name}' for scale in _SCALES} & set(_config_files())) if name != 'softmax' else []
+    if clash:
+        raise ValueError(f"{registry.name}[{name!r}]: its configs would take the names of shipped files {clash}; "
+                         "choose another name")
+    return fields
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c01
+MITIGATIONS = Registry('MITIGATIONS', dict, check_mitigation, {   # name -> the SinkConfig fields differing from softmax
+    'softmax': {},
+    'softmax1': dict(attention='softmax1'),                    # off-by-one: a fixed zero logit in every row
+    'sink-logit': dict(sink_logit=True),                       # gpt-oss: a learned per-head logit, zero value
+    'gate': dict(gate='elementwise'),                          # Qiu et al. 2025: σ(x W) times each head output
+    'softpick': dict(attention='softpick'),                    # rectified softmax; rows may sum below one
+    'sigmoid': dict(attention='sigmoid', normalize=False),     # Gu et al. §7.4
+    'k-bias': dict(k_bias=True),                               # Gu et al. §7.3: a learned key slot, v* = 0
+    'kv-bias': dict(k_bias=True, v_bias=True),
+    'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
+})
+
+def mitigation_config(name:str, scale:str='demo') -> str:
+    "The config of mitigation `name` at `scale` ('demo', '60m' or '1b')."
+    if name not in MITIGATIONS: raise ValueError(f"`name` must be one of {list(MITIGATIONS)}, got {name!r}")
+    if scale not in _SCALES: raise ValueError(f"`scale` must be one of {list(_SCALES)}, got {scale!r}")
+    if name == 'softmax': return _SCALES[scale]['base']
+    return f'{scale}-{name}'
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c03
+_WORD_KEYS = ('what', 'description', 'knob', 'paper')
+
+def check_words(name:str, words:dict, registry) -> dict:
+    "`words` if they hold only `_WORD_KEYS` and, per scale, a dict of them (a dict, `checks.Registry` saw)."
+    for scale, said in [(None, words)] + [(s, words[s]) for s in _SCALES if s in words]:
+        if not isinstance(said, dict): raise ValueError(f"{registry.name}[{name!r}][{scale!r}] must be a dict")
+        bad = sorted(set(said) - set(_WORD_KEYS) - (set(_SCALES) if scale is None else set()))
+        if bad:
+            raise ValueError(f"{registry.name}[{name!r}] has {bad}; allowed: {list(_WORD_KEYS)} and {list(_SCALES)}")
+    return words
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c04
+_GU, _SOFTPICK = "the paper §7.2", 'not in the paper; softpick Table 3 (their model, 10k steps): '
+_AT_60M = '60M, 5B tokens of the Pile sample, 20k steps'
+_KV_KNOB = ('reference code model_kv_bias.py: bias key prepended after RoPE (never rotated), init N(0, 0.02), Sink* '
+            'with the zero query row')
+_SHARED = 'the paper (App. D.4, Table 12 right): biases shared across heads; its Table 4 numbers are the per-head runs'
+MITIGATION_WORDS = Registry('MITIGATION_WORDS', dict, check_words, {   # name -> what its configs say of it
+    'softmax1': {'what': 'softmax + 1 (off-by-one): a fixed zero logit in every row',
+                 'knob': 'Miller 2023 "Attention is off by one"; softpick Table 3: 16.36 % at ε 0.3',
+                 '60m': dict(paper=dict(sink_rate=None, note=_SOFTPICK + '16.36 %'))},
+    'sink-logit': {'what': 'a learned per-head sink logit joining every row (gpt-oss)',
+                   'knob': 'OpenAI gpt-oss (2025); softpick Table 3: 8.78 % at ε 0.3',
+                   '60m': dict(paper=dict(sink_rate=None, note=_SOFTPICK + '8.78 %'))},
+    'gate': {'what': 'a sigmoid output gate per channel after attention (Qiu et al. 2025)',
+             'knob': 'Qiu et al. 2025 "Gated attention for LLMs" (elementwise SDPA-output gate); softpick Table 3: '
+                     '2.00 % at ε 0.3',
+             '60m': dict(paper=dict(sink_rate=None, note=_SOFTPICK + '2.0 %'))},
+    'softpick': {'what': 'softpick: rectified softmax that may sum below one',
+                 'knob': 'Zuhri et al. 2025, arXiv 2504.20966'},
+    'sigmoid': {'what': 'sigmoid attention without normalisation', 'knob': None,
+                'demo': dict(description="CPU demo: the softmax demo's twin with sigmoid attention without "
+                                         "normalisation",
+                             paper=dict(sink_rate=None, note='the paper: sigmoid attention without normalisation has '
+                                                             'no sink (0.44* at 60M)')),
+                '60m': dict(paper=dict(sink_rate=0.44, proxy=True, setting=_AT_60M),
+                            knob="reference code model_attn_sim.py / model_attn_kernel.py: kernels after RoPE, shared "
+                                 "across heads; eps 1e-8 in row sums, clamp(|sum|, 1) for signed kernels; the metric "
+                                 "reads the paper's proxy weights"),
+                '1b': dict(paper=dict(sink_rate=2.46, proxy=True, valid_loss=3.1, setting='1B, 5B tokens, 40k steps'),
+                           knob='reference config tinyllama_1_1b_sim_sigmoid_no_norm')},
+    'k-bias': {'what': 'a learnable key bias (v* = 0)', 'knob': _GU,
+               '60m': dict(what='a learnable key bias shared by all heads (v* = 0)', knob=_KV_KNOB,
+                           paper=dict(sink_rate=0.23, setting=_AT_60M, sink_star=68.31, note=_SHARED))},
+    'kv-bias': {'what': 'a learnable key and value bias', 'knob': _GU,
+                '60m': dict(what='a learnable key and value bias shared by all heads', knob=_KV_KNOB,
+                            paper=dict(sink_rate=12.44, setting=_AT_60M, sink_star=56.61, note=_SHARED))},
+    'sink-token': {'what': 'a learnable sink token prepended to every sequence', 'knob': _GU + ' (Sun et al. 2024)',
+                   '60m': dict(paper=dict(sink_rate=0.0, sink_star=74.12, setting=_AT_60M),
+                               knob='paper text only: the released reference code has no sink-token model')},
+})
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c06
+def _mitigation_sections(name:str, scale:str) -> dict:
+    "The sections of mitigation `name`'s config at `scale`: the scale's base, the entry's fields, its words."
+    words = MITIGATION_WORDS.get(name, {})
+    said = words | words.get(scale, {})                                  # the scale's words win
+    fields = MITIGATIONS[name]
+    what = said.get('what', f"the mitigation {name!r} ({', '.join(f'{k}={v}' for k, v in fields.items())})")
+    knob = said.get('knob', f'run_configs.MITIGATIONS[{name!r}]')
+    model = ({'name': f'demo-{name}'} if scale == 'demo' else {}) | fields    # a demo run is named by its config
+    return dict(description=said.get('description', f"{_SCALES[scale]['lead']} {what}"), base=_SCALES[scale]['base'],
+                paper=dict(said.get('paper', _SCALES[scale]['paper'])), sources={} if knob is None else dict(knob=knob),
+                model=dict(model))
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c05
+def mitigation_configs() -> dict[str, tuple[str, str]]:
+    "Config name -> (mitigation, scale) of each config built from a MITIGATIONS entry (softmax's are the base files)."
+    return {f'{scale}-{name}': (name, scale) for name in MITIGATIONS if name != 'softmax' for scale in _SCALES}
+
+def list_configs() -> list[str]:
+    "Names of the experiment configs sink_nb ships: its YAML files and the configs of every mitigation."
+    return sorted(_config_files() + list(mitigation_configs()))
+
 # %% ../nbs/12_run_configs.ipynb #9d46c9d5
-def _read_config(name_or_path:str, depth:int=0) -> dict:
-    "A config file's sections, `base` chains merged; unknown sections are errors."
+def _read_sections(name_or_path:str) -> tuple[dict, str]:
+    "A config's sections as written (a YAML file, or built from a mitigation) and where they come from."
     path = Path(name_or_path)
+    built = mitigation_configs()
+    if path.suffix not in ('.yaml', '.yml') and name_or_path in built:
+        return _mitigation_sections(*built[name_or_path]), f'run_configs.MITIGATIONS[{built[name_or_path][0]!r}]'
     if path.suffix not in ('.yaml', '.yml'): path = _config_dir() / f'{name_or_path}.yaml'
     if not path.exists():
         raise ValueError(f"`config` {name_or_path!r} is neither a file nor a shipped config; shipped: {list_configs()}")
-    raw = yaml.safe_load(path.read_text()) or {}
+    return yaml.safe_load(path.read_text()) or {}, str(path)
+
+def _read_config(name_or_path:str, depth:int=0) -> dict:
+    "A config's sections, `base` chains merged; unknown sections are errors."
+    raw, where = _read_sections(name_or_path)
     if not isinstance(raw, dict):
-        raise ValueError(f"{path} must be a mapping of sections {list(_SECTIONS)}, got a {type(raw).__name__}")
+        raise ValueError(f"{where} must be a mapping of sections {list(_SECTIONS)}, got a {type(raw).__name__}")
     unknown = set(raw) - set(_SECTIONS)
-    if unknown: raise ValueError(f"{path}: unknown sections {sorted(unknown)}; allowed: {list(_SECTIONS)}")
+    if unknown: raise ValueError(f"{where}: unknown sections {sorted(unknown)}; allowed: {list(_SECTIONS)}")
     if 'base' in raw:
         if depth > 8: raise ValueError(f"`base` chain of {name_or_path} is too deep")
         base = _read_config(raw.pop('base'), depth + 1)
@@ -92,7 +219,6 @@ def load_run_config(name_or_path:str, overrides:list[str]|dict|None=None) -> tup
                                                                   scaled=bool(scale and scale[-1] == 'cpu'))
 
 # %% ../nbs/12_run_configs.ipynb #660561e8
-_SIZE_FIELDS = ('preset', 'n_layer', 'n_embd', 'n_kv_head', 'd_ff', 'vocab_size', 'block_size')
 CPU_SCALE = dict(model=dict(preset='tiny-cpu', vocab_size=258, block_size=64),
                  train=dict(corpus='python-docs', tokenizer='bytes', seq_len=64, steps=300, batch_size=16,
                             micro_batch=None,
@@ -104,33 +230,3 @@ def scale_to_cpu(raw:dict) -> dict:
     model = {k: v for k, v in (raw.get('model') or {}).items() if k not in _SIZE_FIELDS}
     if model.get('window'): model['window'] = max(1, round(model['window'] * 64 / 2048))
     return raw | dict(model=CPU_SCALE['model'] | model, train=(raw.get('train') or {}) | CPU_SCALE['train'])
-
-# %% ../nbs/12_run_configs.ipynb #2267b8d9
-def check_mitigation(name:str, fields:dict, registry) -> dict:
-    "`fields` if they set SinkConfig fields of attention that the tiny model accepts (a dict, `checks.Registry` saw)."
-    allowed = sorted(set(field_types(SinkConfig)) - {'name', *_SIZE_FIELDS})      # a CPU run replaces name and size
-    if bad := [f for f in fields if f not in allowed]:
-        raise ValueError(f"{registry.name}[{name!r}] sets {bad}: a mitigation sets SinkConfig fields of attention, not "
-                         f"the model's name or size; it may set {allowed}")
-    try: SinkConfig.from_name('tiny-cpu', **fields)
-    except (ValueError, TypeError) as e: raise ValueError(f"{registry.name}[{name!r}] = {fields}: {e}") from None
-    return fields
-
-MITIGATIONS = Registry('MITIGATIONS', dict, check_mitigation, {   # name -> the SinkConfig fields differing from softmax
-    'softmax': {},
-    'softmax1': dict(attention='softmax1'),                    # off-by-one: a fixed zero logit in every row
-    'sink-logit': dict(sink_logit=True),                       # gpt-oss: a learned per-head logit, zero value
-    'gate': dict(gate='elementwise'),                          # Qiu et al. 2025: σ(x W) times each head output
-    'softpick': dict(attention='softpick'),                    # rectified softmax; rows may sum below one
-    'sigmoid': dict(attention='sigmoid', normalize=False),     # Gu et al. §7.4
-    'k-bias': dict(k_bias=True),                               # Gu et al. §7.3: a learned key slot, v* = 0
-    'kv-bias': dict(k_bias=True, v_bias=True),
-    'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
-})
-
-def mitigation_config(name:str, scale:str='demo') -> str:
-    "The shipped config of mitigation `name` at `scale` ('demo', '60m' or '1b')."
-    if name not in MITIGATIONS: raise ValueError(f"`name` must be one of {list(MITIGATIONS)}, got {name!r}")
-    if scale not in ('demo', '60m', '1b'): raise ValueError(f"`scale` must be 'demo', '60m' or '1b', got {scale!r}")
-    if name == 'softmax': return {'demo': 'demo-softmax', '60m': '60m-default', '1b': '1b-softmax'}[scale]
-    return f'{scale}-{name}'
