@@ -14,7 +14,7 @@ from .run_settings import TrainConfig
 
 # %% auto #0
 __all__ = ['MITIGATIONS', 'MITIGATION_WORDS', 'CPU_SCALE', 'check_mitigation', 'mitigation_config', 'check_words',
-           'mitigation_configs', 'list_configs', 'load_run_config', 'scale_to_cpu']
+           'mitigation_configs', 'list_configs', 'load_run_config', 'scale_to_cpu', 'saved_mitigations']
 
 # %% ../nbs/12_run_configs.ipynb #46d544b8
 def _config_dir() -> Path:
@@ -230,3 +230,12 @@ def scale_to_cpu(raw:dict) -> dict:
     model = {k: v for k, v in (raw.get('model') or {}).items() if k not in _SIZE_FIELDS}
     if model.get('window'): model['window'] = max(1, round(model['window'] * 64 / 2048))
     return raw | dict(model=CPU_SCALE['model'] | model, train=(raw.get('train') or {}) | CPU_SCALE['train'])
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c11
+def saved_mitigations(rows:list[dict]) -> list[str]:
+    "The mitigations of saved `sink-nb mitigations` rows (variant demo-NAME): in MITIGATIONS' order, then any it lacks."
+    if isinstance(rows, (str, bytes, dict)) or not all(isinstance(r, dict) and isinstance(r.get('variant'), str)
+                                                      for r in rows):
+        raise ValueError("`rows` must be a list of dicts with a str 'variant', as `sink-nb mitigations` saves them")
+    saved = list(dict.fromkeys(r['variant'].removeprefix('demo-') for r in rows))
+    return [n for n in MITIGATIONS if n in saved] + [n for n in saved if n not in MITIGATIONS]
