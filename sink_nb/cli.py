@@ -9,9 +9,10 @@ from pathlib import Path
 
 from . import __version__
 from .charts import svg_chart
-from .cli_models import (RegistryChoices, check_outputs, eps_arg, heads_parser, int_at_least, json_text,
-                                measure_parser, output_file, path_arg, quantize_parser, run_heads, run_measure,
-                                run_quantize, run_stream, run_trajectory, save_output, stream_parser, trajectory_parser)
+from .cli_models import (CommandParser, LibraryDefault, RegistryChoices, as_flags, check_outputs, eps_arg,
+                                heads_parser, int_at_least, json_text, measure_parser, output_file, path_arg,
+                                quantize_parser, run_heads, run_measure, run_quantize, run_stream, run_trajectory,
+                                save_output, stream_parser, trajectory_parser)
 
 # %% auto #0
 __all__ = ['DEMO_VARIANTS', 'run_demo', 'run_prepare', 'run_corpus', 'run_train', 'run_compare', 'run_mitigations',
@@ -43,7 +44,8 @@ def _run_variants(out:Path, steps:int, seed:int, jobs:int, progress:bool) -> dic
         return {v: p.get() for v, p in pending.items()}
 
 def _timed(fn, *args) -> float:
-    t = time.perf_counter(); fn(*args)
+    t = time.perf_counter()
+    fn(*args)
     return round(time.perf_counter() - t, 1)
 
 # %% ../nbs/30_cli.ipynb #7852ce1c
@@ -93,6 +95,7 @@ def _check_out(out:Path, command:str):
         where = 'the' if run == here else 'inside the'
         raise SystemExit(f"sink-nb {command}: --out {out} is {where} run folder {run}; give a folder of its own")
 
+# %% ../nbs/30_cli.ipynb #5d1f0b08
 def _odd_entry(p:Path, folders, reports, per_seed:bool) -> Path|None:
     "What in `p`, an entry of --out, is not a report or an earlier run (FOLDER/seedK, or FOLDER) of this command."
     from sink_nb.runs import Run
@@ -103,6 +106,7 @@ def _odd_entry(p:Path, folders, reports, per_seed:bool) -> Path|None:
                       and (Run(q).is_run or not any(q.iterdir())))
     return next((q for q in runs if not ours(q)), None)
 
+# %% ../nbs/30_cli.ipynb #5d1f0b09
 def _check_runs_out(out:Path, folders, reports, command:str, per_seed:bool=True):
     "Refuse an --out holding anything but this command's earlier runs and reports, before any training."
     from sink_nb.runs import Run
@@ -162,8 +166,7 @@ def run_prepare(args) -> dict:
     if args.num_proc is not None: kw['num_proc'] = args.num_proc
     if args.val_split is not None: kw['val_split'] = args.val_split
     try: path = prepare(args.source, args.out, args.tokenizer, **kw)
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"sink-nb prepare: {str(e).replace('overwrite=True', '--overwrite')}") from None
+    except (OSError, ValueError) as e: raise SystemExit(f"sink-nb prepare: {as_flags(e, args)}") from None
     parts = {part: TokenShards(path, part) for part in ('train', 'val')}
     for part, s in parts.items(): print(f"{part}: {len(s):,} tokens in {s.n_docs:,} documents")
     print(f"wrote {path}")
@@ -179,9 +182,9 @@ def run_corpus(args) -> dict:
                              heldout_per_mille=args.heldout_per_mille, overwrite=args.overwrite,
                              progress=not args.quiet)
         tok = train_tokenizer(out, args.vocab_size, progress=not args.quiet)
-    except (OSError, ValueError, RuntimeError) as e:
-        raise SystemExit(f"sink-nb corpus: {str(e).replace('overwrite=True', '--overwrite')}") from None
-    card = json.loads((out / 'card.json').read_text()); t = card['totals']
+    except (OSError, ValueError, RuntimeError) as e: raise SystemExit(f"sink-nb corpus: {as_flags(e, args)}") from None
+    card = json.loads((out / 'card.json').read_text())
+    t = card['totals']
     print(f"{args.name}: {t['documents']:,} documents, {t['megabytes']:.1f} MB of text from {len(card['packages'])} "
           f"packages; {t['heldout_documents']:,} documents ({t['heldout_megabytes']:.1f} MB) held out. "
           f"Card: {out / 'CARD.md'}")
@@ -189,40 +192,12 @@ def run_corpus(args) -> dict:
           f"{out / 'heldout.jsonl'} --tokenizer {tok} --out SHARDS")
     return card
 
-# %% ../nbs/30_cli.ipynb #5126bab1
-def _paper_number(paper:dict) -> str:
-    "The paper's Sink_1 ('*': measured on proxy weights), or its Sink* when that is the number reported."
-    if paper.get('sink_rate') is not None: return f"{paper['sink_rate']:.2f}" + ('*' if paper.get('proxy') else '')
-    if paper.get('sink_star') is not None: return f"{paper['sink_star']:.2f} (Sink*)"
-    return '-'
-
-# %% ../nbs/30_cli.ipynb #ee6a7cfc
-def _list_configs() -> str:
-    from sink_nb.run_configs import list_configs, load_run_config
-    papers = {name: load_run_config(name)[2] for name in list_configs()}
-    rows = [f"{name:<26} {_paper_number(p):<16} {p['description']}" for name, p in papers.items()]
-    return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
-
-# %% ../nbs/30_cli.ipynb #4089402e
-def _override_keys() -> str:
-    "Every key an override may set, with its type and default, for `train --help`."
-    from dataclasses import MISSING, fields
-    from sink_nb.checks import describe, field_types
-    from sink_nb.model import SinkConfig
-    from sink_nb.train import TrainConfig
-    lines = []
-    for section, cls in (('model', SinkConfig), ('train', TrainConfig)):
-        types = field_types(cls)
-        for f in fields(cls):
-            default = f.default if f.default is not MISSING else f.default_factory()
-            lines.append(f"  {section}.{f.name} = {default!r}   ({describe(types[f.name])})")
-    return '\n'.join(lines)
-
 # %% ../nbs/30_cli.ipynb #48392d6c
 def _paper_line(paper:dict, scaled:bool, changed:bool) -> str:
     "The paper's number, labelled with its setting, and a warning when this run is not that setting."
+    from sink_nb.run_configs import paper_number
     if paper.get('sink_rate') is None: return ''
-    number, setting = _paper_number(paper), paper.get('setting', 'the paper')
+    number, setting = paper_number(paper), paper.get('setting', 'the paper')
     if scaled or changed: return f"; paper ({setting}): {number}, a different setting: not comparable"
     return f"; paper ({setting}): {number}"
 
@@ -231,8 +206,10 @@ def run_train(args) -> dict:
     "The `train` command: one experiment config with overrides."
     from sink_nb.runs import Run
     from sink_nb.train import missing_requirements, train
-    from sink_nb.run_configs import load_run_config
-    if args.list: print(_list_configs()); return {}
+    from sink_nb.run_configs import config_table, load_run_config
+    if args.list:
+        print(config_table())
+        return {}
     if not args.config: raise SystemExit("sink-nb train: give --config NAME|PATH (or --list to see them)")
     scaled = 'scale=cpu' in args.overrides
     try:
@@ -273,13 +250,15 @@ def _prepare_parser(sub):
     p.add_argument('--out', type=path_arg, required=True, help='a new folder to write (or --overwrite)')
     p.add_argument('--tokenizer', default='bytes', help="'bytes', a transformers tokenizer name or folder, or a .gguf "
                                                         "file")
-    p.add_argument('--split', default='train'); p.add_argument('--text-field', default='text')
+    p.add_argument('--split', default='train')
+    p.add_argument('--text-field', default='text')
     p.add_argument('--val-docs', type=int_at_least(1), help='documents held out for validation and the probe')
     p.add_argument('--val-split', help='validation split: a split name of a hub or saved dataset, or a file or folder '
                                        'beside a local source (a built corpus\'s heldout.jsonl)')
     p.add_argument('--num-proc', type=int_at_least(1), help='tokenizer processes (default: the cores this process '
                                                              'may use)')
-    p.add_argument('--overwrite', action='store_true'); p.add_argument('--quiet', action='store_true')
+    p.add_argument('--overwrite', action='store_true')
+    p.add_argument('--quiet', action='store_true')
 
 # %% ../nbs/30_cli.ipynb #9377b08e
 def _corpus_parser(sub):
@@ -306,9 +285,11 @@ def _corpus_parser(sub):
 class _TrainHelp(argparse.Action):
     "--help for `train`: the usual help, then every override key with its type and default (which needs the configs)."
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.print_help(); print('\noverride keys (model.FIELD=VALUE or train.FIELD=VALUE; a bare FIELD finds its '
-                                   'section):')
-        print(_override_keys()); parser.exit()
+        parser.print_help()
+        print('\noverride keys (model.FIELD=VALUE or train.FIELD=VALUE; a bare FIELD finds its section):')
+        from sink_nb.run_configs import override_keys        # here: `sink-nb --help` imports no torch
+        print(override_keys())
+        parser.exit()
 
 def _train_parser(sub):
     t = sub.add_parser('train', help='train one experiment config (shipped name or YAML) with key=value overrides',
@@ -332,10 +313,12 @@ def _mean_curves(rows:list[dict], column:int) -> dict[str, list]:
         out[v] = [(s, sum(ys) / len(ys)) for s, ys in sorted(by_step.items())]
     return out
 
+# %% ../nbs/30_cli.ipynb #5d1f0b0c
 def _report(rows:list[dict], chart:Path|None, out_json:Path|None, title:str) -> str:
     "Print the table; write the chart and the rows when asked; the table."
     from sink_nb.run_summaries import summarise, summary_table
-    table = summary_table(rows); print(table)
+    table = summary_table(rows)
+    print(table)
     if out_json: save_output(out_json, json_text(dict(rows=rows, summary=summarise(rows))))
     if chart:
         panels = [dict(series=_mean_curves(rows, 1), ylabel='Sink_1 (%)', ylim=(0, 100)),
@@ -361,14 +344,10 @@ def run_compare(args) -> list[dict]:
 
 # %% ../nbs/30_cli.ipynb #b7e1c005
 _MITIGATION_REPORTS = ('mitigations.json', 'mitigations.svg', 'mitigations.txt')
-
-def _mitigation_names() -> list[str]:
-    "run_configs.MITIGATIONS' names now (imported when a command runs, not when the parser is built)."
-    from sink_nb.run_configs import MITIGATIONS
-    return list(MITIGATIONS)
+_MITIGATIONS = RegistryChoices('sink_nb.run_configs', 'MITIGATIONS')     # its names when asked: a late entry counts
 
 def _check_mitigations_out(out:Path):
-    _check_runs_out(out, set(_mitigation_names()), _MITIGATION_REPORTS, 'mitigations')
+    _check_runs_out(out, set(_MITIGATIONS), _MITIGATION_REPORTS, 'mitigations')
 
 def run_mitigations(args) -> list[dict]:
     "The `mitigations` command: train every mitigation on the demo task for each seed, then compare them."
@@ -376,7 +355,7 @@ def run_mitigations(args) -> list[dict]:
     from sink_nb.studies import train_mitigations
     _check_mitigations_out(args.out)
     _fresh_out(args.out, _MITIGATION_REPORTS, 'mitigations')
-    args.only = args.only or _mitigation_names()                              # none named: every mitigation
+    args.only = args.only or list(_MITIGATIONS)                              # none named: every mitigation
     t0 = time.perf_counter()
     try:
         runs = train_mitigations(args.out, args.only, range(args.seeds), args.steps, args.jobs)
@@ -407,6 +386,7 @@ def _study_reports(study, out:Path, json_file:Path|None, command:str):
     save_output(out / 'study.txt', f"{commands}{took}{table}\n{lost}")
     print(f"wrote {out / 'study.json'} and {out / 'study.txt'}" + (f" and {json_file}" if json_file else ''))
 
+# %% ../nbs/30_cli.ipynb #5d1f0b05
 def _check_study_out(out:Path, labels):
     "Refuse an --out that is not a study's (`_check_runs_out`) or whose study.json sink_nb did not write."
     from sink_nb.studies import is_study_file, variant_folder
@@ -414,6 +394,7 @@ def _check_study_out(out:Path, labels):
     if (out / 'study.json').exists() and not is_study_file(out / 'study.json'):
         raise SystemExit(f"sink-nb study: {out / 'study.json'} is not a study saved by sink_nb; move it away first")
 
+# %% ../nbs/30_cli.ipynb #5d1f0b06
 def run_cpu_study(args) -> 'Study':
     "The `study` command: train a study's variants for each seed into --out, beside its runs there; summarise them all."
     from sink_nb.studies import CPU_STUDIES, plan_study, run_study, study_out   # NAME and --setting: parser-checked
@@ -460,23 +441,28 @@ def _compare_parser(sub):
                        description='Statistics of run folders written by `sink-nb train` (mean ± sd over seeds).')
     c.add_argument('runs', nargs='+', type=path_arg, 
                    help='run folders; runs of the same settings but the seed are seeds of one variant')
-    c.add_argument('--eps', type=eps_arg, nargs='+', default=[0.1, 0.3, 0.5],
-                   help='sink thresholds (default 0.1 0.3 0.5)')
+    c.add_argument('--eps', type=eps_arg, nargs='+', default=LibraryDefault('sink_nb.run_summaries', 'compare_runs',
+                   'eps'), help='sink thresholds (default %(default)s)')
     c.add_argument('--chart', type=output_file, help='write Sink_1 and val loss vs step (SVG) here')
     c.add_argument('--json', type=output_file, help='write the rows and the summary here')
 
+# %% ../nbs/30_cli.ipynb #5d1f0b01
 def _mitigations_parser(sub):
     m = sub.add_parser('mitigations', help='train every sink mitigation on the demo task and compare them',
                        description='Train demo-NAME for each mitigation and seed, then print and chart the comparison. '
                                    'Replaces earlier runs in OUT/NAME/seedK (only what sink_nb wrote); an OUT '
                                    'holding other files is refused before any training.')
     m.add_argument('--out', type=path_arg, default=Path('runs/mitigations'), help='folder for the runs and the reports')
-    m.add_argument('--steps', type=int_at_least(50), default=600, 
-                   help='optimiser steps per run, at least 50 (default 600)')
+    trained = lambda argument: LibraryDefault('sink_nb.studies', 'train_mitigations', argument)
+    m.add_argument('--steps', type=int_at_least(50), default=trained('steps'),
+                   help='optimiser steps per run, at least 50 (default %(default)s)')
     m.add_argument('--seeds', type=int_at_least(1), default=3, help='seeds per mitigation (default 3)')
-    m.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once (default 2)')
-    m.add_argument('--only', nargs='+', choices=RegistryChoices('sink_nb.run_configs', 'MITIGATIONS'), metavar='NAME',
+    m.add_argument('--jobs', type=int_at_least(1), default=trained('jobs'),
+                   help='runs trained at once (default %(default)s)')
+    m.add_argument('--only', nargs='+', choices=_MITIGATIONS, metavar='NAME',
                    help='a subset of run_configs.MITIGATIONS: %(choices)s (default: every one, softmax first)')
+
+# %% ../nbs/30_cli.ipynb #5d1f0b02
 def _study_parser(sub):
     s = sub.add_parser('study', help='train a CPU study of the experiment notebooks (variants x seeds), summarise it',
                        description='Train every variant of a study of studies.CPU_STUDIES for each seed on the demo '
@@ -490,7 +476,8 @@ def _study_parser(sub):
     s.add_argument('--setting', default='demo', choices=RegistryChoices('sink_nb.studies', 'STUDY_SETTINGS'),
                    metavar='SETTING', help="a setting of studies.STUDY_SETTINGS: %(choices)s (default demo)")
     s.add_argument('--steps', type=int_at_least(50), help="optimiser steps per run (default: the config's, 600)")
-    s.add_argument('--jobs', type=int_at_least(1), default=2, help='runs trained at once, one thread each (default 2)')
+    s.add_argument('--jobs', type=int_at_least(1), default=LibraryDefault('sink_nb.studies', 'run_study', 'jobs'),
+                   help='runs trained at once, one thread each (default %(default)s)')
     s.add_argument('--only', nargs='+', metavar='VARIANT', help='a subset of the study\'s variants, by label')
     s.add_argument('--out', type=path_arg, help='folder for the runs and reports, one study of one setting '
                    '(default runs/study-NAME-SETTING); a second request adds its seeds to the runs there')
@@ -556,23 +543,27 @@ def _report_parser(sub):
                                                 'sink-report-NAME here); new, empty or holding only a report')
     r.add_argument('--T', type=int_at_least(2), help="tokens per sample (default 256; a run: its probe's length)")
     r.add_argument('--n', type=int_at_least(1), help="samples (default 32; a run: its whole probe, as its log)")
-    r.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold in (0, 1) (default 0.3)')
+    reported = lambda argument: LibraryDefault('sink_nb.report', 'report', argument)      # report's defaults
+    r.add_argument('--eps', type=eps_arg, default=reported('eps'),
+                   help='sink threshold in (0, 1) (default %(default)s)')
     r.add_argument('--texts', type=path_arg, help='a UTF-8 text file, passages separated by blank lines (default: '
                                                   'the built-in text; not for a run, which has its own probe)')
     r.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help='default: float32')
-    r.add_argument('--device', default='cpu', help='cpu, cuda, cuda:1 or mps (default cpu)')
+    r.add_argument('--device', default=reported('device'), help='cpu, cuda, cuda:1 or mps (default %(default)s)')
     r.add_argument('--quantize', action='store_true', help='also the int8 cost, the first token quantised or kept')
     r.add_argument('--evict', action='store_true', help='also the cost of each KV eviction policy on one long text')
     r.add_argument('--window', type=int_at_least(1), help='--evict: keys kept (default 256, on a text of 4 windows; '
                                                           "a run: its positions / 4, on that many tokens)")
-    r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by the sinks policy (default 4)')
+    sinks = r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by the sinks policy '
+                           '(default %(library_default)s)')       # None when not given: `_check_report_args` tells
+    sinks.library_default = reported('sinks')
     r.add_argument('--quiet', action='store_true', help='no progress bars')
     r.add_argument('--keep-path', action='store_true', help="keep the model's local path in report.json (the page "
                    'names a file by its SHA-256, a folder by its name)')
 
 # %% ../nbs/30_cli.ipynb #29596393
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='sink-nb',
+    p = CommandParser(prog='sink-nb',
                                 description='Attention sinks in language models (Gu et al., ICLR 2025).')
     p.add_argument('--version', action='version', version=f'sink_nb {__version__}')
     sub = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
@@ -591,7 +582,8 @@ def main(argv:list[str]|None=None) -> int:
     command = None
     try:
         try:
-            args = _parser().parse_args(argv); command = args.command
+            args = _parser().parse_args(argv)
+            command = args.command
             _COMMANDS[command](args)
         finally: sys.stdout.flush()            # here, not at exit: a closed pipe is then caught below (--help too)
     except BrokenPipeError:                    # `sink-nb ... | head`: the reader has gone, so stop without a traceback

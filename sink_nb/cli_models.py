@@ -4,14 +4,15 @@
 
 # %% ../nbs/29_cli_models.ipynb #b958bc7a
 from __future__ import annotations
-import argparse, importlib, json, math, tempfile
+import argparse, importlib, inspect, json, math, tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from .charts import svg_chart
 
 # %% auto #0
-__all__ = ['RegistryChoices', 'int_at_least', 'eps_arg', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
+__all__ = ['POSITIONALS', 'RegistryChoices', 'int_at_least', 'eps_arg', 'LibraryDefault', 'resolve_defaults', 'CommandParser',
+           'flag_of', 'as_flags', 'path_arg', 'output_file', 'check_outputs', 'json_text', 'save_output',
            'placement_flags', 'run_folder', 'texts_file', 'run_measure', 'measure_parser', 'run_heads', 'heads_parser',
            'run_quantize', 'quantize_parser', 'run_stream', 'stream_parser', 'threshold_arg', 'onset_table',
            'run_trajectory', 'trajectory_parser']
@@ -47,12 +48,60 @@ def eps_arg(text:str) -> float:
     if not 0 < v < 1: raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {v}")
     return v
 
+# %% ../nbs/29_cli_models.ipynb #5d1f0a02
+class LibraryDefault:
+    "A flag's default: `argument`'s default in the signature of `module.function`, read when shown or used."
+    def __init__(self, module:str, function:str, argument:str):    # 'sink_nb.stream', 'stream_study', 'window'
+        self.module, self.function, self.argument = module, function, argument
+    def value(self):
+        "The default now (the module is imported here, not when the parser is built)."
+        owner = importlib.import_module(self.module)
+        for part in self.function.split('.'): owner = getattr(owner, part)     # 'SinkResult.heads': a method
+        arguments = inspect.signature(owner).parameters
+        if self.argument not in arguments:
+            raise ValueError(f"{self.module}.{self.function} has no argument {self.argument!r}; it has {list(arguments)}")
+        return arguments[self.argument].default
+    def __str__(self):                                                 # `%(default)s` in a help text
+        v = self.value()
+        return ' '.join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    def __repr__(self): return f'LibraryDefault({self.module!r}, {self.function!r}, {self.argument!r})'
+
+# %% ../nbs/29_cli_models.ipynb #5d1f0a08
+def resolve_defaults(args:argparse.Namespace) -> argparse.Namespace:
+    "`args` with each `LibraryDefault` still there (its flag not given) replaced by the value it reads."
+    for name, value in vars(args).items():
+        if isinstance(value, LibraryDefault): setattr(args, name, value.value())
+    return args
+
+class CommandParser(argparse.ArgumentParser):
+    "An ArgumentParser (its sub-commands' too) whose `LibraryDefault`s are values once parsed."
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        return resolve_defaults(parsed), rest
+
+# %% ../nbs/29_cli_models.ipynb #5d1f0a05
+POSITIONALS = frozenset({'model', 'sources', 'source', 'runs', 'name', 'overrides', 'command'})   # not flags
+
+def flag_of(argument:str) -> str:
+    "The flag that sets library argument `argument`: `tokens_per_step` -> --tokens-per-step."
+    return '--' + argument.replace('_', '-')
+
+def as_flags(error:Exception, args:argparse.Namespace) -> str:
+    "The library's error, each argument of `args` it names (`x`, or x=True for a switch) written as its flag."
+    text = str(error)
+    for name, value in vars(args).items():
+        if name in POSITIONALS: continue
+        text = text.replace(f'`{name}`', flag_of(name))
+        if isinstance(value, bool): text = text.replace(f'{name}=True', flag_of(name))
+    return text
+
 # %% ../nbs/29_cli_models.ipynb #da6dc07c
 def path_arg(text:str) -> Path:
     "A path given on the command line; '' is refused (it would mean the current folder)."
     if not text.strip(): raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
     return Path(text)
 
+# %% ../nbs/29_cli_models.ipynb #5d1f0a09
 def output_file(text:str) -> Path:
     "A file to write, checked before any work: not a folder, in a folder that exists and takes files; replaced."
     p = path_arg(text)
@@ -206,12 +255,16 @@ def measure_parser(sub):
                        description='Measure the sink rate of a transformers model on a probe of the paper (Table 1) '
                                    'and print it per layer.')
     m.add_argument('model', help='hub id, local folder or .gguf file')
-    m.add_argument('--probe', choices=RegistryChoices('sink_nb.data', 'PROBES'), default='natural', metavar='PROBE',
-                   help='a probe of sink_nb.data.PROBES: %(choices)s (default natural: the built-in text or --texts)')
-    m.add_argument('--T', type=int_at_least(2), default=64, help='tokens per sample, BOS included (default 64, as '
-                                                                  'the paper)')
-    m.add_argument('--n', type=int_at_least(1), default=100, help='samples (default 100, as the paper)')
-    m.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold in (0, 1) (default 0.3)')
+    measured = lambda argument: LibraryDefault('sink_nb.hf', 'measure', argument)     # hf.measure's defaults
+    m.add_argument('--probe', choices=RegistryChoices('sink_nb.data', 'PROBES'), default=measured('probe'),
+                   metavar='PROBE', help='a probe of sink_nb.data.PROBES: %(choices)s (default %(default)s; natural: '
+                                         'the built-in text or --texts)')
+    m.add_argument('--T', type=int_at_least(2), default=measured('T'),
+                   help='tokens per sample, BOS included (default %(default)s, as the paper)')
+    m.add_argument('--n', type=int_at_least(1), default=measured('n'),
+                   help='samples (default %(default)s, as the paper)')
+    m.add_argument('--eps', type=eps_arg, default=measured('eps'),
+                   help='sink threshold in (0, 1) (default %(default)s)')
     m.add_argument('--texts', type=path_arg, help='a UTF-8 text file, passages separated by blank lines (default: the '
                                               'built-in text)')
     m.add_argument('--pack', action='store_true', help='pack texts into T-token samples instead of skipping shorter '
@@ -220,10 +273,11 @@ def measure_parser(sub):
                                                                                 "(auto), forced, or none")
     placement_flags(m)
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
-    divisor = m.add_argument('--divisor', default='reference', help="α's divisor, of sink_nb.attention.DIVISORS: "
-                             "%(divisors)s (default reference: the reference code's T - j)")
+    divisor = m.add_argument('--divisor', default=measured('divisor'), help="α's divisor, of sink_nb.attention."
+                             "DIVISORS: %(divisors)s (default %(default)s; reference: the reference code's T - j)")
     divisor.divisors = RegistryChoices('sink_nb.attention', 'DIVISORS')      # listed in the help; the library checks it
-    m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default='auto', metavar='ROUTE',
+    m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default=measured('route'),
+                   metavar='ROUTE',
                    help='of sink_nb.hf.ROUTES: %(choices)s; qk: α computed in chunks from q and k; eager: T×T '
                         'weights (auto: qk when the model allows)')
     m.add_argument('--activations', action='store_true', help='also hidden-state, key and value norms, '
@@ -232,7 +286,7 @@ def measure_parser(sub):
                    'HEAD_STATISTICS'), help='per-head statistics of sink_nb.head_stats.HEAD_STATISTICS (%(choices)s; '
                    'an entry registered before the command runs is one too), each printed per layer as its mean over '
                    'samples and heads and kept in --out')
-    m.add_argument('--seed', type=int, default=0)
+    m.add_argument('--seed', type=int, default=measured('seed'), help='seed of the random and repeated probes')
     m.add_argument('--out', type=output_file, help='write the SinkResult to this .safetensors file')
 
 # %% ../nbs/29_cli_models.ipynb #b430bac5
@@ -253,7 +307,8 @@ def _group_summary(rows) -> 'pd.DataFrame':
 # %% ../nbs/29_cli_models.ipynb #bbabe501
 def run_heads(args) -> dict:
     "The `heads` command: every head labelled; with --intervene, sink heads against random heads."
-    check_outputs([args.model], args.json); _not_a_run(args.model, 'heads')
+    check_outputs([args.model], args.json)
+    _not_a_run(args.model, 'heads')
     try: _check_before_loading(args.device, args.T, args.eps)
     except ValueError as e: raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
     from sink_nb.data import probe_batch
@@ -294,9 +349,13 @@ def heads_parser(sub):
     h.add_argument('model', help='hub id, local folder or .gguf file')
     h.add_argument('--n', type=int_at_least(1), default=32, help='samples (default 32)')
     h.add_argument('--T', type=int_at_least(2), default=64, help='tokens per sample (default 64)')
-    h.add_argument('--eps', type=eps_arg, default=0.3, help='sink threshold on the mean α₁ (default 0.3)')
-    h.add_argument('--window', type=int_at_least(1, 16), default=4, help='local: share within this many keys')
-    placement_flags(h); h.add_argument('--intervene', action='store_true', help='mask sink keys: sink vs random heads')
+    labels = lambda argument: LibraryDefault('sink_nb.results', 'SinkResult.heads', argument)   # how heads are labelled
+    h.add_argument('--eps', type=eps_arg, default=labels('eps'),
+                   help='sink threshold on the mean α₁ (default %(default)s)')
+    h.add_argument('--window', type=int_at_least(1, 16), default=labels('window'),
+                   help='local: share within this many keys (default %(default)s)')
+    placement_flags(h)
+    h.add_argument('--intervene', action='store_true', help='mask sink keys: sink vs random heads')
     h.add_argument('--group-size', type=int_at_least(1), default=16, help='heads per group (default 16)')
     h.add_argument('--seeds', type=int_at_least(1), default=3, help='random groups of each kind (default 3)')
     h.add_argument('--kinds', nargs='+', choices=RegistryChoices('sink_nb.intervene', 'KINDS'), default=['mask_sink'],
@@ -355,14 +414,19 @@ def quantize_parser(sub):
     q.add_argument('model', help='hub id, local folder, .gguf file (de-quantised on load), or a sink_nb run folder')
     q.add_argument('--texts', type=path_arg, help='a UTF-8 text file (default: the built-in python-docs text)')
     q.add_argument('--T', type=int_at_least(2), default=512, help='tokens of text (default 512)')
-    q.add_argument('--bits', type=int, nargs='+', choices=RegistryChoices('sink_nb.quant', 'BITS'), default=[8, 4],
-                   metavar='BITS', help='of sink_nb.quant.BITS: %(choices)s (default 8 4)')
+    table = lambda argument: LibraryDefault('sink_nb.quant', 'quantisation_table', argument)   # its defaults
+    q.add_argument('--bits', type=int, nargs='+', choices=RegistryChoices('sink_nb.quant', 'BITS'),
+                   default=table('bits'), metavar='BITS',
+                   help='of sink_nb.quant.BITS: %(choices)s (default %(default)s)')
     q.add_argument('--granularity', nargs='+', choices=RegistryChoices('sink_nb.quant', 'GRANULARITIES'),
-                   default=['tensor', 'token'], metavar='G', help='scales per %(choices)s (default tensor token)')
-    q.add_argument('--keep-first', nargs='+', type=int_at_least(0), default=[0, 1], help='first tokens not quantised')
-    q.add_argument('--targets', nargs='+', choices=RegistryChoices('sink_nb.quant', 'TARGETS'), default=['acts'],
-                   metavar='TARGET', help='what is quantised, of sink_nb.quant.TARGETS: %(choices)s (default acts)')
-    placement_flags(q); q.add_argument('--json', type=output_file, help='write the rows and the norms here')
+                   default=table('granularity'), metavar='G', help='scales per %(choices)s (default %(default)s)')
+    q.add_argument('--keep-first', nargs='+', type=int_at_least(0), default=table('keep_first'),
+                   help='first tokens not quantised (default %(default)s)')
+    q.add_argument('--targets', nargs='+', choices=RegistryChoices('sink_nb.quant', 'TARGETS'),
+                   default=table('targets'), metavar='TARGET',
+                   help='what is quantised, of sink_nb.quant.TARGETS: %(choices)s (default %(default)s)')
+    placement_flags(q)
+    q.add_argument('--json', type=output_file, help='write the rows and the norms here')
 
 # %% ../nbs/29_cli_models.ipynb #c86caf58
 def _run_tokens(args):
@@ -400,8 +464,7 @@ def run_stream(args) -> dict:
                               progress=not args.quiet)
         rows, past = perplexity_by_position(curves, args.bins), perplexity_past_window(curves, args.window)
     except (ValueError, TypeError, OSError) as e:
-        why = str(e).replace('`policies`', '--policies').replace('`sinks`', '--sinks')      # the flags
-        raise SystemExit(f"sink-nb stream: {why}") from None
+        raise SystemExit(f"sink-nb stream: {as_flags(e, args)}") from None
     print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>12}' for p in policies))
     for r in rows + [past]:
         print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>12.3f}" for p in policies))
@@ -421,14 +484,18 @@ def stream_parser(sub):
                        description='Stream a long text token by token through an evicting KV cache (StreamingLLM).')
     s.add_argument('model', help='hub id, local folder, .gguf file, or a sink_nb run folder')
     s.add_argument('--T', type=int_at_least(2), default=4096, help='tokens of text (default 4096)')
-    s.add_argument('--window', type=int_at_least(1), default=256, help='recent keys kept (default 256)')
-    s.add_argument('--sinks', type=int_at_least(0), default=4, help='first tokens the sinks policy keeps (default 4)')
+    s.add_argument('--window', type=int_at_least(1), default=LibraryDefault('sink_nb.stream', 'stream_study', 'window'),
+                   help='recent keys kept (default %(default)s)')
+    s.add_argument('--sinks', type=int_at_least(0), default=LibraryDefault('sink_nb.stream', 'stream_study', 'sinks'),
+                   help='first tokens the sinks policy keeps (default %(default)s)')
     s.add_argument('--policies', nargs='+', metavar='POLICY', choices=RegistryChoices('sink_nb.stream', 'POLICIES'),
                    help='eviction policies of sink_nb.stream.POLICIES: %(choices)s (default: every registered one)')
     s.add_argument('--positions', choices=('cache', 'original'),
                    help='RoPE position of a kept key: its place in the cache (default) or in the text')
-    s.add_argument('--every', type=int_at_least(1), default=1, help='recompute only every k-th position (it is slow)')
-    s.add_argument('--bins', type=int_at_least(1), default=8, help='position spans in the table (default 8)')
+    s.add_argument('--every', type=int_at_least(1), default=LibraryDefault('sink_nb.stream', 'stream_study', 'every'),
+                   help='recompute only every k-th position (it is slow; default %(default)s)')
+    s.add_argument('--bins', type=int_at_least(1), default=LibraryDefault('sink_nb.stream', 'perplexity_by_position',
+                   'bins'), help='position spans in the table (default %(default)s)')
     s.add_argument('--chart', type=output_file, help='write perplexity vs position (SVG) here')
     s.add_argument('--json', type=output_file, help='write the table here')
     s.add_argument('--quiet', action='store_true', help='no progress bars')
@@ -480,16 +547,18 @@ def run_trajectory(args) -> dict:
         traj = trajectory(sources, args.revisions, args.T, args.n, args.eps, args.tokens_per_step, texts,
                           args.seed, dtype=args.dtype, device=args.device)
     except (OSError, ValueError, RuntimeError) as e:
-        why = str(e).replace('`tokens_per_step`', '--tokens-per-step').replace('`texts`', '--texts')   # the flags
-        raise SystemExit(f"sink-nb trajectory: {why}") from None
+        raise SystemExit(f"sink-nb trajectory: {as_flags(e, args)}") from None
     m, out = traj.meta, traj.to_json(thresholds)
     print(f"sink_nb trajectory: {m['model']} ({m['kind']}), {len(traj.rows)} checkpoints; probe: T={m['probe']['T']}, "
           f"n={m['probe']['n']}, ε={m['eps']}, induction on {m['probe']['induction']['half']} random tokens × 2")
     for note in _trajectory_notes(m): print(note)
     print(traj.frame()[_TABLE].to_string(index=False))
-    print('onsets (the first checkpoint past each threshold):'); print(onset_table(out['onsets']))
-    if args.chart: save_output(args.chart, traj.chart()); print(f'wrote {args.chart}')
-    if args.json: save_output(args.json, json_text(out)); print(f'wrote {args.json}')
+    print('onsets (the first checkpoint past each threshold):')
+    print(onset_table(out['onsets']))
+    for path, text in ((args.chart, traj.chart), (args.json, lambda: json_text(out))):    # each asked for
+        if path:
+            save_output(path, text())
+            print(f'wrote {path}')
     return out
 
 # %% ../nbs/29_cli_models.ipynb #af43c4e8
@@ -507,7 +576,8 @@ def trajectory_parser(sub):
     t.add_argument('--threshold', type=threshold_arg, nargs='+', metavar='NAME=VALUE',
                    help='onset thresholds, e.g. sink1=20 induction_max=0.3')
     t.add_argument('--texts', type=path_arg, help='a UTF-8 text file for transformers models (default: built-in text)')
-    t.add_argument('--seed', type=int_at_least(0), default=0, help='seed of the induction probe')
+    t.add_argument('--seed', type=int_at_least(0), default=LibraryDefault('sink_nb.trajectory', 'trajectory', 'seed'),
+                   help='seed of the induction probe (default %(default)s)')
     placement_flags(t)
     t.add_argument('--json', type=output_file, help='write every row, per-layer arrays and the onsets here')
     t.add_argument('--chart', type=output_file, help='write the SVG chart (statistics against tokens seen) here')

@@ -4,17 +4,19 @@
 
 # %% ../nbs/12_run_configs.ipynb #d1c0a002
 from __future__ import annotations
+import dataclasses
 from pathlib import Path
 
 import yaml
 
-from .checks import Registry, check_choice, coerce, field_types
+from .checks import Registry, check_choice, coerce, describe, field_types
 from .model import SinkConfig
 from .run_settings import TrainConfig
 
 # %% auto #0
 __all__ = ['MITIGATIONS', 'MITIGATION_WORDS', 'CPU_SCALE', 'check_mitigation', 'mitigation_config', 'check_words',
-           'mitigation_configs', 'list_configs', 'load_run_config', 'scale_to_cpu', 'saved_mitigations']
+           'mitigation_configs', 'list_configs', 'load_run_config', 'scale_to_cpu', 'saved_mitigations', 'paper_number',
+           'config_table', 'override_keys']
 
 # %% ../nbs/12_run_configs.ipynb #46d544b8
 def _config_dir() -> Path:
@@ -45,8 +47,10 @@ def check_mitigation(name:str, fields:dict, registry) -> dict:
                          f"the model's name or size; it may set {allowed}")
     try: SinkConfig.from_name('tiny-cpu', **fields)
     except (ValueError, TypeError) as e: raise ValueError(f"{registry.name}[{name!r}] = {fields}: {e}") from None
-    clash = sorted({f'{scale}-{name}' for scale in _SCALES} & set(_config_files())) if name != 'softmax' else []
-    if clash:
+    if name.endswith(('.yaml', '.yml')):                                   # `load_run_config` would read a file
+        raise ValueError(f"{registry.name}[{name!r}]: a name ending in .yaml or .yml names a file; choose another name")
+    clash = sorted({f'{scale}-{name}' for scale in _SCALES} & set(_config_files()))
+    if clash and name not in registry.builtins:        # a built-in's config is its own, even beside a stale file
         raise ValueError(f"{registry.name}[{name!r}]: its configs would take the names of shipped files {clash}; "
                          "choose another name")
     return fields
@@ -73,14 +77,17 @@ def mitigation_config(name:str, scale:str='demo') -> str:
 
 # %% ../nbs/12_run_configs.ipynb #7a1e5c03
 _WORD_KEYS = ('what', 'description', 'knob', 'paper')
+_WORD_KINDS = {'what': str, 'description': str, 'knob': (str, type(None)), 'paper': dict}   # a knob of None: no knob
 
 def check_words(name:str, words:dict, registry) -> dict:
     "`words` if they hold only `_WORD_KEYS` and, per scale, a dict of them (a dict, `checks.Registry` saw)."
     for scale, said in [(None, words)] + [(s, words[s]) for s in _SCALES if s in words]:
-        if not isinstance(said, dict): raise ValueError(f"{registry.name}[{name!r}][{scale!r}] must be a dict")
+        where = f"{registry.name}[{name!r}]" + (f"[{scale!r}]" if scale else '')
+        if not isinstance(said, dict): raise ValueError(f"{where} must be a dict")
         bad = sorted(set(said) - set(_WORD_KEYS) - (set(_SCALES) if scale is None else set()))
-        if bad:
-            raise ValueError(f"{registry.name}[{name!r}] has {bad}; allowed: {list(_WORD_KEYS)} and {list(_SCALES)}")
+        if bad: raise ValueError(f"{where} has {bad}; allowed: {list(_WORD_KEYS)} and {list(_SCALES)}")
+        typed = [k for k in _WORD_KEYS if k in said and not isinstance(said[k], _WORD_KINDS[k])]
+        if typed: raise ValueError(f"{where}: {typed} must be text (`paper` a dict)")
     return words
 
 # %% ../nbs/12_run_configs.ipynb #7a1e5c04
@@ -144,7 +151,7 @@ def mitigation_configs() -> dict[str, tuple[str, str]]:
 
 def list_configs() -> list[str]:
     "Names of the experiment configs sink_nb ships: its YAML files and the configs of every mitigation."
-    return sorted(_config_files() + list(mitigation_configs()))
+    return sorted(set(_config_files()) | set(mitigation_configs()))
 
 # %% ../nbs/12_run_configs.ipynb #9d46c9d5
 def _read_sections(name_or_path:str) -> tuple[dict, str]:
@@ -234,8 +241,33 @@ def scale_to_cpu(raw:dict) -> dict:
 # %% ../nbs/12_run_configs.ipynb #7a1e5c11
 def saved_mitigations(rows:list[dict]) -> list[str]:
     "The mitigations of saved `sink-nb mitigations` rows (variant demo-NAME): in MITIGATIONS' order, then any it lacks."
-    if isinstance(rows, (str, bytes, dict)) or not all(isinstance(r, dict) and isinstance(r.get('variant'), str)
-                                                      for r in rows):
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) and isinstance(r.get('variant'), str)
+                                                     for r in rows):
         raise ValueError("`rows` must be a list of dicts with a str 'variant', as `sink-nb mitigations` saves them")
     saved = list(dict.fromkeys(r['variant'].removeprefix('demo-') for r in rows))
     return [n for n in MITIGATIONS if n in saved] + [n for n in saved if n not in MITIGATIONS]
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c21
+def paper_number(paper:dict) -> str:
+    "The paper's Sink_1 ('*': measured on proxy weights), or its Sink* when that is the number reported."
+    if paper.get('sink_rate') is not None: return f"{paper['sink_rate']:.2f}" + ('*' if paper.get('proxy') else '')
+    if paper.get('sink_star') is not None: return f"{paper['sink_star']:.2f} (Sink*)"
+    return '-'
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c23
+def config_table() -> str:
+    "Every config (`list_configs`): its name, the paper's number and what it changes, one row each."
+    papers = {name: load_run_config(name)[2] for name in list_configs()}
+    rows = [f"{name:<26} {paper_number(p):<16} {p['description']}" for name, p in papers.items()]
+    return f"{'config':<26} {'paper Sink_1':<16} what it changes\n" + '\n'.join(rows)
+
+# %% ../nbs/12_run_configs.ipynb #7a1e5c25
+def override_keys() -> str:
+    "Every key an override may set, with its type and default, one line each."
+    lines = []
+    for section, cls in (('model', SinkConfig), ('train', TrainConfig)):
+        types = field_types(cls)
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            lines.append(f"  {section}.{f.name} = {default!r}   ({describe(types[f.name])})")
+    return '\n'.join(lines)
