@@ -54,12 +54,12 @@ class LibraryDefault:
     def __init__(self, module:str, function:str, argument:str):    # 'sink_nb.stream', 'stream_study', 'window'
         self.module, self.function, self.argument = module, function, argument
     def value(self):
-        "The default now (the module is imported here, not when the parser is built)."
-        owner = importlib.import_module(self.module)
+        owner = importlib.import_module(self.module)                   # here, not when the parser is built
         for part in self.function.split('.'): owner = getattr(owner, part)     # 'SinkResult.heads': a method
         arguments = inspect.signature(owner).parameters
         if self.argument not in arguments:
-            raise ValueError(f"{self.module}.{self.function} has no argument {self.argument!r}; it has {list(arguments)}")
+            raise ValueError(f"{self.module}.{self.function} has no argument {self.argument!r}; it has "
+                             f"{list(arguments)}")
         return arguments[self.argument].default
     def __str__(self):                                                 # `%(default)s` in a help text
         v = self.value()
