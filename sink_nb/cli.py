@@ -205,7 +205,8 @@ def _paper_line(paper:dict, scaled:bool, changed:bool) -> str:
 def run_train(args) -> dict:
     "The `train` command: one experiment config with overrides."
     from sink_nb.runs import Run
-    from sink_nb.train import missing_requirements, train
+    from sink_nb.data import missing_requirements
+    from sink_nb.train import train
     from sink_nb.run_configs import config_table, load_run_config
     if args.list:
         print(config_table())
@@ -554,7 +555,7 @@ def _report_parser(sub):
     r.add_argument('--evict', action='store_true', help='also the cost of each KV eviction policy on one long text')
     r.add_argument('--window', type=int_at_least(1), help='--evict: keys kept (default 256, on a text of 4 windows; '
                                                           "a run: its positions / 4, on that many tokens)")
-    sinks = r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by the sinks policy '
+    sinks = r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by each policy with sink slots '
                            '(default %(library_default)s)')       # None when not given: `_check_report_args` tells
     sinks.library_default = reported('sinks')
     r.add_argument('--quiet', action='store_true', help='no progress bars')

@@ -465,9 +465,10 @@ def run_stream(args) -> dict:
         rows, past = perplexity_by_position(curves, args.bins), perplexity_past_window(curves, args.window)
     except (ValueError, TypeError, OSError) as e:
         raise SystemExit(f"sink-nb stream: {as_flags(e, args)}") from None
-    print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>12}' for p in policies))
+    width = {p: max(12, len(p) + 2) for p in policies}                  # a long policy name keeps its own column
+    print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>{width[p]}}' for p in policies))
     for r in rows + [past]:
-        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>12.3f}" for p in policies))
+        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>{width[p]}.3f}" for p in policies))
     print(f"(perplexity, {len(ids)} tokens; each row compares the policies on the same n positions; last line: every "
           f"position past the window of {args.window})")
     if args.chart:
@@ -487,7 +488,7 @@ def stream_parser(sub):
     s.add_argument('--window', type=int_at_least(1), default=LibraryDefault('sink_nb.stream', 'stream_study', 'window'),
                    help='recent keys kept (default %(default)s)')
     s.add_argument('--sinks', type=int_at_least(0), default=LibraryDefault('sink_nb.stream', 'stream_study', 'sinks'),
-                   help='first tokens the sinks policy keeps (default %(default)s)')
+                   help='first keys kept by each policy with sink slots (default %(default)s)')
     s.add_argument('--policies', nargs='+', metavar='POLICY', choices=RegistryChoices('sink_nb.stream', 'POLICIES'),
                    help='eviction policies of sink_nb.stream.POLICIES: %(choices)s (default: every registered one)')
     s.add_argument('--positions', choices=('cache', 'original'),

@@ -21,7 +21,8 @@ from .metrics import first_token_norm_ratio
 from .model import measure_model
 from .results import HEAD_LABELS, RATE_DEFINITIONS, SinkResult, finite_or_none, on_query_grid
 from .runs import Run
-from .stream import POLICIES, check_study_args, long_ids, perplexity_past_window, stream_study
+from .stream import (POLICIES, check_study_args, long_ids, perplexity_past_window, sliding_window,
+                            stream_study)
 # altair, transformers and what is built on them (explore, hf, hf_load, quant) are imported in the functions that draw
 # or load: `report`'s checks then refuse a bad argument or folder without seconds of imports
 
@@ -178,20 +179,24 @@ def cost_of_quantising(model, ids:torch.Tensor, bits:int=8) -> dict:
     return dict(bits=bits, granularity='tensor', targets='acts', T=ids.shape[1], n=ids.shape[0], rows=rows)
 
 # %% ../nbs/28_report.ipynb #a56b1e81
-def cached_policies() -> list[str]:
-    "The registered eviction policies that stream through a KV cache: those the report measures."
-    return [name for name, p in POLICIES.items() if p.cached]
+def cached_policies(sliding:int|None=None) -> list[str]:
+    "The registered policies that stream through a KV cache, less those that grow where a model slides its own window."
+    return [name for name, p in POLICIES.items() if p.cached and not (sliding and p.grows)]
 
 def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:bool=False,
                      data:str='given ids') -> dict:
     "Perplexity past the window of one long sequence under each registered cached eviction policy, on shared positions."
-    curves = stream_study(model, ids, window, sinks, cached_policies(), progress=progress)     # checks the arguments
+    sliding = sliding_window(model)
+    measured = cached_policies(sliding)
+    curves = stream_study(model, ids, window, sinks, measured, progress=progress)     # checks the arguments
     past = perplexity_past_window(curves, window)
     dense = next((past[p] for p in curves if not POLICIES[p].evicts), None)
     rows = {p: dict(about=POLICIES[p].about, evicts=POLICIES[p].evicts, ppl=past[p],
                     ratio=past[p] / dense if dense else None) for p in curves}
+    why = f"its cache grows, and the model's own sliding window of {sliding} keys drops keys it keeps"
+    left_out = {p: why for p in cached_policies() if p not in measured}
     return dict(data=data, T=len(ids), window=window, sinks=sinks, first=past['first'], last=past['last'],
-                positions=past['positions'], policies=rows)
+                positions=past['positions'], policies=rows, left_out=left_out)
 
 # %% ../nbs/28_report.ipynb #d5bdf3e6
 _FIRST_POSITIONS = 64    # key positions drawn with their tokens: more would not be readable
@@ -300,7 +305,9 @@ def _cost_sections(data:dict, line:str) -> list[str]:
                      'perplexity', '× dense')) + f"<p class=subject>{html.escape(_model_at_step(data['measured']))} · "
                      f"{html.escape(e['data'])}, {e['T']} tokens, window {e['window']}, sinks {e['sinks']} · "
                      f"perplexity over positions "
-                     f"{e['first']}–{e['last']} ({e['positions']} of them, the same for every policy)</p></section>")
+                     f"{e['first']}–{e['last']} ({e['positions']} of them, the same for every policy)"
+                     + ''.join(f" · {html.escape(p)} left out: {html.escape(w)}" for p, w in e.get('left_out', {}).items())
+                     + "</p></section>")
     return parts
 
 # %% ../nbs/28_report.ipynb #19ca9b64

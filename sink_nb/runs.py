@@ -494,7 +494,7 @@ def _live_owner(self:Run) -> dict|None:
 # %% ../nbs/11_runs.ipynb #51a622d1
 @patch
 def lock(self:Run):
-    "Hold the run folder's lock while the block runs (`checkpoints.folder_lock`)."
+    "Hold the run folder's lock while the block runs (`checks.folder_lock`)."
     return folder_lock(self.path, self.LOCK)
 
 # %% ../nbs/11_runs.ipynb #2f2804a7

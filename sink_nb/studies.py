@@ -392,8 +392,11 @@ def confirmation_file(name:str, setting:str='demo') -> str:
     return f"{variant_folder(name)}_{'' if setting == 'demo' else variant_folder(setting) + '_'}confirm_cpu.json"
 
 def load_confirmation(folder, name:str) -> dict[str, Study]:
-    "{setting: Study} of study `name`'s confirmation seeds, for each setting that has a file in `folder`."
-    return {s: Study.load(path) for s in STUDY_SETTINGS if (path := Path(folder) / confirmation_file(name, s)).exists()}
+    "{setting: Study} of study `name`'s confirmation seeds: every such file in `folder`, keyed by the setting it saved."
+    paths = sorted(Path(folder).glob(f'{variant_folder(name)}_*confirm_cpu.json'))   # what was saved, not the registry
+    by_setting = {s.meta.get('setting', 'demo'): s for s in map(Study.load, paths) if s.name == name}
+    known = [s for s in STUDY_SETTINGS if s in by_setting]                   # the registry's order first, then the rest
+    return {s: by_setting[s] for s in known + sorted(set(by_setting) - set(known))}
 
 def _side(side) -> tuple[str, str, str]:
     "A side of a comparison as (variant, what, stat): a label alone is its final Sink₁."

