@@ -1,0 +1,20 @@
+"""Make the peer venvs of tests/test_peers_{kv,measure,explorer}.py (kvpress, TransformerLens, bertviz) once, before
+pytest needs them: .ci/test runs this in the background during the notebook tests, so pip's downloads and unpacking
+overlap them instead of delaying the first pytest worker. Each venv is `peer_env.peer_venv`'s (keyed by its requirements'
+hash), found as built when present; a venv that cannot be made is said here and again, as a skip, by its test."""
+import sys, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+import peers_explorer, peers_kv, peers_measure                  # noqa: E402   each names its peer's spec and venv
+from peer_env import peer_python                                  # noqa: E402
+
+PEERS = ((peers_kv.VENV, peers_kv.PEER_SPEC, 'kvpress', dict(on_main=False)),
+         (peers_measure.PEER_VENV, peers_measure.PEER_SPEC, 'transformer_lens', dict(on_main=True)),
+         (peers_explorer.VENV, peers_explorer.BERTVIZ, 'bertviz', dict(on_main=True, no_deps=True)))
+
+if __name__ == '__main__':
+    for venv, spec, module, how in PEERS:
+        t0 = time.perf_counter()
+        python, why = peer_python(venv, spec, module, **how)
+        print(f'  peer venv {venv.name}: {why} ({time.perf_counter() - t0:.0f} s)', flush=True)
