@@ -13,8 +13,16 @@ PEERS = ((peers_kv.VENV, peers_kv.PEER_SPEC, 'kvpress', dict(on_main=False)),
          (peers_measure.PEER_VENV, peers_measure.PEER_SPEC, 'transformer_lens', dict(on_main=True)),
          (peers_explorer.VENV, peers_explorer.BERTVIZ, 'bertviz', dict(on_main=True, no_deps=True)))
 
+
+def make(venv:Path, spec:str, module:str, how:dict) -> bool:
+    "Make one peer venv (or find it made) and say which, in one line; False when it cannot be made."
+    t0 = time.perf_counter()
+    try: python, why = peer_python(venv, spec, module, **how)
+    except OSError as e: python, why = None, f'cannot be made in {venv.parent}: {type(e).__name__}: {e.strerror}'
+    print(f'  peer venv {venv.name}: {why} ({time.perf_counter() - t0:.0f} s)', flush=True)
+    return python is not None
+
+
 if __name__ == '__main__':
-    for venv, spec, module, how in PEERS:
-        t0 = time.perf_counter()
-        python, why = peer_python(venv, spec, module, **how)
-        print(f'  peer venv {venv.name}: {why} ({time.perf_counter() - t0:.0f} s)', flush=True)
+    made = [make(*peer) for peer in PEERS]             # every peer tried, each said, whatever the others did
+    sys.exit(0 if all(made) else 1)
