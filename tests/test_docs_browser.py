@@ -89,15 +89,10 @@ def page_problems(facts:dict, page:Path, site:Path, source_url:str) -> list[str]
     return bad
 
 
-def test_every_docs_page_renders_math_and_fits_its_charts(site):
+def visit(pages:list[Path], site:Path, source_url:str, shots:Path, every_shot:bool) -> tuple[list, list, int, int]:
+    """Open each page in chromium: (problems, external URLs asked for, charts, formulas). A full-page screenshot of each
+    page with a problem, or of every page with `every_shot`, goes to `shots`."""
     from playwright.sync_api import sync_playwright
-    from configparser import ConfigParser
-    cfg = ConfigParser(); cfg.read(ROOT / 'settings.ini')
-    source_url = cfg['DEFAULT'].get('git_url', '').rstrip('/')
-    pages = sorted(site.rglob('*.html'))
-    assert len(pages) >= 15, f'only {len(pages)} pages built'
-    shots = ROOT / 'tests' / 'artifacts' / 'docs'
-    every_shot = os.environ.get('SINK_NB_DOCS_SHOTS') == 'all'
     shots.mkdir(parents=True, exist_ok=True)
     problems, external, n_charts, n_math = [], [], 0, 0
     with sync_playwright() as p:
@@ -118,6 +113,18 @@ def test_every_docs_page_renders_math_and_fits_its_charts(site):
                     page.screenshot(path=str(shot), full_page=True)
         finally:
             browser.close()
+    return problems, external, n_charts, n_math
+
+
+def test_every_docs_page_renders_math_and_fits_its_charts(site):
+    from configparser import ConfigParser
+    cfg = ConfigParser(); cfg.read(ROOT / 'settings.ini')
+    source_url = cfg['DEFAULT'].get('git_url', '').rstrip('/')
+    pages = sorted(site.rglob('*.html'))
+    assert len(pages) >= 15, f'only {len(pages)} pages built'
+    shots = ROOT / 'tests' / 'artifacts' / 'docs'
+    every_shot = os.environ.get('SINK_NB_DOCS_SHOTS') == 'all'
+    problems, external, n_charts, n_math = visit(pages, site, source_url, shots, every_shot)
     print(f'{len(pages)} pages, {n_charts} SVG charts, {n_math} formulas; screenshots (pages with a problem) in {shots}')
     assert n_math > 0 and n_charts > 0, 'no formula or no chart found in the whole site: the page facts are not being read'
     assert not external, f'pages fetched from the network: {external[:5]}'
@@ -139,3 +146,17 @@ def test_page_problems_catches_what_it_claims(tmp_path):
     for needle in ('raw display TeX', 'raw inline TeX', '1 display formulas', "'legend'", 'overlap', 'broken link missing.html',
                    'unpublished repository', 'draw nothing', 'does not load: images/gone.svg'):
         assert any(needle in b for b in bad), (needle, bad)
+
+
+def test_only_a_page_with_a_problem_is_screenshot_unless_all_are_asked_for(tmp_path):
+    "Two pages, one with raw TeX: its screenshot alone; with every_shot, both."
+    require_browser('the docs browser test', ('playwright',))
+    footer = '<footer>Built offline from 00_checks.ipynb by .ci/docs.py</footer>'
+    (tmp_path / 'good.html').write_text(f'<html><body><main><p>fine</p></main>{footer}</body></html>')
+    (tmp_path / 'bad.html').write_text(f'<html><body><main><p>raw $$x$$ left</p></main>{footer}</body></html>')
+    pages = sorted(tmp_path.glob('*.html'))
+    problems, external, _, _ = visit(pages, tmp_path, '', tmp_path / 'shots', every_shot=False)
+    assert [p.split(':')[0] for p in problems] == ['bad.html'] and not external, problems
+    assert sorted(p.name for p in (tmp_path / 'shots').iterdir()) == ['bad.png']
+    visit(pages, tmp_path, '', tmp_path / 'all', every_shot=True)
+    assert sorted(p.name for p in (tmp_path / 'all').iterdir()) == ['bad.png', 'good.png']
