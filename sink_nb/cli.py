@@ -555,8 +555,9 @@ def _report_parser(sub):
     r.add_argument('--evict', action='store_true', help='also the cost of each KV eviction policy on one long text')
     r.add_argument('--window', type=int_at_least(1), help='--evict: keys kept (default 256, on a text of 4 windows; '
                                                           "a run: its positions / 4, on that many tokens)")
-    sinks = r.add_argument('--sinks', type=int_at_least(0), help='--evict: first keys kept by each policy with sink slots '
-                           '(default %(library_default)s)')       # None when not given: `_check_report_args` tells
+    # no default: None when not given, and `_check_report_args` tells the library's
+    sinks = r.add_argument('--sinks', type=int_at_least(0),
+                           help='--evict: first keys each policy with sink slots keeps (default %(library_default)s)')
     sinks.library_default = reported('sinks')
     r.add_argument('--quiet', action='store_true', help='no progress bars')
     r.add_argument('--keep-path', action='store_true', help="keep the model's local path in report.json (the page "

@@ -468,7 +468,8 @@ def run_stream(args) -> dict:
     width = {p: max(12, len(p) + 2) for p in policies}                  # a long policy name keeps its own column
     print(f"{'positions':<14}{'n':>6}" + ''.join(f'{p:>{width[p]}}' for p in policies))
     for r in rows + [past]:
-        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + ''.join(f"{r[p]:>{width[p]}.3f}" for p in policies))
+        values = ''.join(f"{r[p]:>{width[p]}.3f}" for p in policies)
+        print(f"{r['first']:>5} - {r['last']:<6}{r['positions']:>6}" + values)
     print(f"(perplexity, {len(ids)} tokens; each row compares the policies on the same n positions; last line: every "
           f"position past the window of {args.window})")
     if args.chart:

@@ -183,6 +183,7 @@ def cached_policies(sliding:int|None=None) -> list[str]:
     "The registered policies that stream through a KV cache, less those that grow where a model slides its own window."
     return [name for name, p in POLICIES.items() if p.cached and not (sliding and p.grows)]
 
+# %% ../nbs/28_report.ipynb #7c2d9e41
 def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:bool=False,
                      data:str='given ids') -> dict:
     "Perplexity past the window of one long sequence under each registered cached eviction policy, on shared positions."
@@ -306,7 +307,8 @@ def _cost_sections(data:dict, line:str) -> list[str]:
                      f"{html.escape(e['data'])}, {e['T']} tokens, window {e['window']}, sinks {e['sinks']} · "
                      f"perplexity over positions "
                      f"{e['first']}–{e['last']} ({e['positions']} of them, the same for every policy)"
-                     + ''.join(f" · {html.escape(p)} left out: {html.escape(w)}" for p, w in e.get('left_out', {}).items())
+                     + ''.join(f" · {html.escape(p)} left out: {html.escape(why)}"
+                               for p, why in e.get('left_out', {}).items())
                      + "</p></section>")
     return parts
 
