@@ -21,7 +21,7 @@ STRIDED = 'zz-strided-of-this-test'     # the contributor's policy, under a name
 
 
 def strided(t, window, sinks):
-    "The first `sinks` positions, every 8th, and the last `window`: the contributor example of 20_stream."
+    "The first `sinks` positions, every 8th, and the last `window`: the contributor example of 21_stream."
     return sorted(set(range(min(sinks, t + 1))) | set(range(0, t + 1, 8)) | set(range(max(0, t + 1 - window), t + 1)))
 
 
