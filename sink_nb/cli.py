@@ -175,7 +175,8 @@ def run_prepare(args) -> dict:
 # %% ../nbs/31_cli.ipynb #2788598f
 def run_corpus(args) -> dict:
     "The `corpus` command: build a package corpus and its tokenizer under --out; the card."
-    from sink_nb.corpora import CORPUS_HOME, build_package_corpus, train_tokenizer
+    from sink_nb.corpora import CORPUS_HOME
+    from sink_nb.package_corpora import build_package_corpus, train_tokenizer
     out = args.out or CORPUS_HOME.expanduser() / args.name
     try:
         build_package_corpus(args.name, out, cache=args.cache, packages=args.packages, num_proc=args.num_proc,
@@ -269,8 +270,8 @@ def _corpus_parser(sub):
                        "outside --out, so a second build fetches nothing), "
                        "unpack them with dpkg-deb -x (never installed), keep their English prose, and train a "
                        "byte-level BPE tokenizer on it.")
-    c.add_argument('name', choices=RegistryChoices('sink_nb.corpora', 'PACKAGE_CORPORA'), metavar='NAME',
-                   help='a package corpus of sink_nb.corpora.PACKAGE_CORPORA: %(choices)s')
+    c.add_argument('name', choices=RegistryChoices('sink_nb.package_corpora', 'PACKAGE_CORPORA'), metavar='NAME',
+                   help='a package corpus of sink_nb.package_corpora.PACKAGE_CORPORA: %(choices)s')
     c.add_argument('--out', type=path_arg, help='folder to write (default ~/.cache/sink_nb/corpora/NAME)')
     c.add_argument('--cache', type=path_arg, help='where the downloaded .deb files are kept, outside --out '
                                                   '(default ~/.cache/sink_nb/debs)')

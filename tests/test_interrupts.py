@@ -112,7 +112,7 @@ def test_sinklm_measure_and_intervene():
 BUILD = """
 import sys
 from pathlib import Path
-from sink_nb.corpora import PACKAGE_CORPORA, PackageCorpus, build_package_corpus
+from sink_nb.package_corpora import PACKAGE_CORPORA, PackageCorpus, build_package_corpus
 tmp, names = Path(sys.argv[1]), sys.argv[2:]
 PACKAGE_CORPORA['slow-docs'] = PackageCorpus(tuple(names), 'packages that take seconds each to read', heldout_per_mille=500)
 build_package_corpus('slow-docs', tmp / 'corpus', cache=tmp / 'debs', num_proc=2, progress=False)
