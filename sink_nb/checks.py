@@ -467,7 +467,8 @@ def lock_owner(lock:Path) -> dict|None:
         return None                                                      # freed as it was read
     except (OSError, ValueError, RecursionError):
         return {}
-    return owner if isinstance(owner, dict) and isinstance(owner.get('pid'), int) else {}
+    pid = owner.get('pid') if isinstance(owner, dict) else None
+    return owner if isinstance(pid, int) and not isinstance(pid, bool) else {}      # `true` would name process 1
 
 # %% ../nbs/00_checks.ipynb #f11e0018
 def stale_lock(lock:Path, owner:dict, me:dict) -> str|None:

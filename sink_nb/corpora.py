@@ -265,9 +265,14 @@ def _gguf_value(m, at:int, kind:int, order:str, read:bool) -> tuple[object, int]
 
 def gguf_scalar(path, key:str):
     "A number, boolean or string in a GGUF file's metadata, from its header alone; None: `key` absent or an array."
-    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        if m[:4] != b'GGUF':
-            raise ValueError(f'{path} is not a GGUF file: it starts with {bytes(m[:4])!r}')
+    with open(path, 'rb') as f:
+        head = f.read(24)                                     # magic, version, tensor count, field count
+        if len(head) < 24:
+            raise ValueError(f'{path} is not a GGUF file: {len(head)} bytes, shorter than a GGUF header')
+        if head[:4] != b'GGUF':
+            raise ValueError(f'{path} is not a GGUF file: it starts with {head[:4]!r}')
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with m:
         order = '<' if struct.unpack_from('<I', m, 4)[0] & 0xFFFF else '>'   # big-endian: the version reads swapped
         version, _, fields = struct.unpack_from(order + 'IQQ', m, 4)
         if version not in (2, 3):

@@ -432,6 +432,8 @@ def build_package_corpus(
     check_int(min_words, 'min_words', 1)
     check_int(min_doc_words, 'min_doc_words', 1)
     check_int(num_proc, 'num_proc', 1, allow_none=True)
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ValueError(f"`out` must name a folder, got {out!r}")        # '' would be this folder
     out = Path(out).expanduser()
     cache = Path(cache or '~/.cache/sink_nb/debs').expanduser()
     _refuse_corpus_out(out, overwrite)
