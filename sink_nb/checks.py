@@ -120,7 +120,10 @@ def check_tensor(x, name:str, ranks:tuple|None=None) -> Tensor:
 @dataclass(frozen=True)
 class Range:
     "A numeric range carried by a type: `Annotated[float, Range(0, lo_open=True)]` is a positive float."
-    lo:float|None = None; hi:float|None = None; lo_open:bool = False; hi_open:bool = False
+    lo:float|None = None
+    hi:float|None = None
+    lo_open:bool = False
+    hi_open:bool = False
     def __str__(self): return _range_text(self.lo, self.hi, self.lo_open, self.hi_open)
 
 PositiveInt = Annotated[int, Range(1)]
@@ -161,7 +164,9 @@ def _matches(v, hint) -> bool:
         if not _matches(v, args[0]): return False
         if choice := next((a for a in args[1:] if isinstance(a, OneOf)), None):
             return any(v is a or (type(v) is type(a) and v == a) for a in choice.choices)
-        try: check_float(v, '', rng.lo, rng.hi, rng.lo_open, rng.hi_open); return True
+        try:
+            check_float(v, '', rng.lo, rng.hi, rng.lo_open, rng.hi_open)
+            return True
         except ValueError: return False
     if _is_union(hint): return any(_matches(v, a) for a in args)
     if origin is Literal: return any(v is a or (type(v) is type(a) and v == a) for a in args)
@@ -294,10 +299,15 @@ class _Guard:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread() and callable(signal.getsignal(signal.SIGINT)):
-            self.old = signal.signal(signal.SIGINT, self); _Guard.stack.append(self)
+            self.old = signal.signal(signal.SIGINT, self)
+            _Guard.stack.append(self)
         try: value = next(self.gen)
-        except StopIteration: self.release(); raise RuntimeError("an interrupt_safe context is entered once") from None
-        except BaseException: self.release(); raise
+        except StopIteration:
+            self.release()
+            raise RuntimeError("an interrupt_safe context is entered once") from None
+        except BaseException:
+            self.release()
+            raise
         if self.pending:                             # a Ctrl-C during the edit: undo it now, not after the block
             self.pending, interrupt = False, KeyboardInterrupt()
             if not self.__exit__(KeyboardInterrupt, interrupt, None): raise interrupt
@@ -320,8 +330,11 @@ class _Guard:
         above = next((g for g in _Guard.stack if g.old is self), None)       # left before a context entered after it
         if above is not None: above.old = self.old
         else: signal.signal(signal.SIGINT, self.old)
-        _Guard.stack.remove(self); self.old = None
-        if self.pending: self.pending = False; signal.raise_signal(signal.SIGINT)
+        _Guard.stack.remove(self)
+        self.old = None
+        if self.pending:
+            self.pending = False
+            signal.raise_signal(signal.SIGINT)
 
 _GUARD_CODE = {_Guard.__enter__.__code__, _Guard.__exit__.__code__, _Guard.release.__code__}
 
@@ -339,7 +352,9 @@ def interrupt_safe(fn):
 
 def raise_if_interrupted():
     "Inside an `interrupt_safe` context's own code: raise the Ctrl-C that is waiting, if any (a long edit stops early)."
-    if _Guard.stack and _Guard.stack[-1].pending: _Guard.stack[-1].pending = False; raise KeyboardInterrupt
+    if _Guard.stack and _Guard.stack[-1].pending:
+        _Guard.stack[-1].pending = False
+        raise KeyboardInterrupt
 
 # %% ../nbs/00_checks.ipynb #e4bcec48
 @interrupt_safe
@@ -355,13 +370,16 @@ def eval_mode(model:torch.nn.Module):
 # %% ../nbs/00_checks.ipynb #03085cf1
 def write_text_whole(path, text:str):
     "Write `text` to `path` whole or not at all; an OSError says which file could not be written."
-    path = Path(path); tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
+    path = Path(path)
+    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}')
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)      # new: never through a file already there
         try:
             with os.fdopen(fd, 'w', encoding='utf-8') as f: f.write(text)
             os.replace(tmp, path)
-        except BaseException: tmp.unlink(missing_ok=True); raise          # a full disk, a Ctrl-C: no temporary left
+        except BaseException:          # a full disk, a Ctrl-C: no temporary left
+            tmp.unlink(missing_ok=True)
+            raise
     except OSError as e: raise OSError(e.errno, f"cannot write {path} ({e.strerror or e})") from None
 
 # %% ../nbs/00_checks.ipynb #a59c0002

@@ -98,7 +98,9 @@ def _reachable(url:str, timeout:float=1.5) -> bool:
         try: socket.create_connection((u.hostname, u.port or (443 if u.scheme == 'https' else 80)), timeout).close()
         except OSError: return
         ok.append(True)
-    t = threading.Thread(target=connect, daemon=True); t.start(); t.join(timeout)
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(timeout)
     return bool(ok)
 
 _HUB_ENDPOINT = 'https://huggingface.co'
@@ -159,8 +161,12 @@ def text_paragraphs(path:Path) -> Iterator[str]:
     lines, size = [], 0
     with open(path, encoding='utf-8') as f:
         for line in f:
-            if line.strip(): lines.append(line); size += len(line)
-            if lines and (not line.strip() or size > _MAX_PARAGRAPH): yield ''.join(lines).strip(); lines, size = [], 0
+            if line.strip():
+                lines.append(line)
+                size += len(line)
+            if lines and (not line.strip() or size > _MAX_PARAGRAPH):
+                yield ''.join(lines).strip()
+                lines, size = [], 0
     if lines: yield ''.join(lines).strip()
 
 # %% ../nbs/13_corpora.ipynb #2688209d
@@ -299,7 +305,8 @@ def declared_add_bos(folder, gguf_file:str|None=None) -> bool|None:
 def gguf_tokenizer(path) -> object:
     "The tokenizer of a GGUF file, putting a BOS first only if the file says to (transformers 5.0 adds one regardless)."
     from transformers import AutoTokenizer
-    path = Path(path); tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    path = Path(path)
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     declared = declared_add_bos(path.parent, path.name)
     if declared is not None and getattr(tok, 'add_bos_token', None) != declared: tok.add_bos_token = declared
     return tok

@@ -100,7 +100,8 @@ class _PartWriter:
             if self._f is None or self.shards[-1]['n_tokens'] == self.shard_tokens: self._next_shard()
             head, tokens = np.split(tokens, [self.shard_tokens - self.shards[-1]['n_tokens']])
             head.astype(self.dtype, copy=False).tofile(self._f)
-            self.shards[-1]['n_tokens'] += len(head); self.n_tokens += len(head)
+            self.shards[-1]['n_tokens'] += len(head)
+            self.n_tokens += len(head)
 
 # %% ../nbs/15_shards.ipynb #8fea62cd
 @patch_to(_PartWriter)
@@ -121,12 +122,16 @@ def _hold_last(batches, k:int, write) -> tuple[np.ndarray, np.ndarray]:
     "Write every document of an iterator of (tokens, lengths) batches but the last `k`, and return those `k`."
     held, n_held = deque(), 0
     for tokens, lengths in batches:
-        held.append((tokens, lengths)); n_held += len(lengths)
+        held.append((tokens, lengths))
+        n_held += len(lengths)
         while held and n_held - len(held[0][1]) >= k:
-            t, l = held.popleft(); n_held -= len(l); write(t, l)
+            t, l = held.popleft()
+            n_held -= len(l)
+            write(t, l)
     if not held: return np.empty(0, np.uint32), np.empty(0, np.int64)
     tokens, lengths = np.concatenate([t for t, _ in held]), np.concatenate([l for _, l in held])
-    cut = max(len(lengths) - k, 0); at = int(lengths[:cut].sum())
+    cut = max(len(lengths) - k, 0)
+    at = int(lengths[:cut].sum())
     write(tokens[:at], lengths[:cut])
     return tokens[at:], lengths[cut:]
 
@@ -150,8 +155,11 @@ def _batches_of(texts:Iterator, batch_docs:int) -> Iterator[list]:
     "Lists of at most `batch_docs` texts and about `_BATCH_CHARS` characters, from an iterable of texts."
     batch, size = [], 0
     for t in texts:
-        batch.append(t); size += len(t) if isinstance(t, str) else 0
-        if len(batch) == batch_docs or size >= _BATCH_CHARS: yield batch; batch, size = [], 0
+        batch.append(t)
+        size += len(t) if isinstance(t, str) else 0
+        if len(batch) == batch_docs or size >= _BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
     if batch: yield batch
 
 # %% ../nbs/15_shards.ipynb #07f50a17
@@ -168,7 +176,9 @@ def _plain_texts(source, text_field:str) -> Iterator[str]|None:
 
 def _text_batches(source, split:str, text_field:str, batch_docs:int, **kwargs) -> Iterator[list]:
     "Lists of up to `batch_docs` documents' texts from a built-in corpus, local files, a saved dataset or the hub."
-    if (texts := _plain_texts(source, text_field)) is not None: yield from _batches_of(texts, batch_docs); return
+    if (texts := _plain_texts(source, text_field)) is not None:
+        yield from _batches_of(texts, batch_docs)
+        return
     for batch in load_corpus(source, split, streaming=True, **kwargs).iter(batch_size=batch_docs):
         if text_field not in batch:
                 raise ValueError(f"`text_field` {text_field!r} is not a column of {str(source)!r}: {list(batch)}")
@@ -359,7 +369,9 @@ def _progress(batches, enabled:bool, desc:str) -> Iterator:
     with tqdm(desc=desc, unit=' docs', disable=not enabled) as bar:
         n_tokens = 0
         for tokens, lengths in batches:
-            n_tokens += len(tokens); bar.update(len(lengths)); bar.set_postfix(tokens=f'{n_tokens:,}', refresh=False)
+            n_tokens += len(tokens)
+            bar.update(len(lengths))
+            bar.set_postfix(tokens=f'{n_tokens:,}', refresh=False)
             yield tokens, lengths
 
 # %% ../nbs/15_shards.ipynb #4641565d
@@ -395,7 +407,9 @@ def _check_prepare(source, val_split, val_docs, batch_docs, shard_tokens, num_pr
     "`prepare`'s checked sizes; refuses a full `out` or a `val_split` for a built-in corpus."
     sizes = (check_int(val_docs, 'val_docs', 0), check_int(batch_docs, 'batch_docs', 1),
              check_int(shard_tokens, 'shard_tokens', 1), check_int(num_proc, 'num_proc', 1, allow_none=True))
-    check_bool(overwrite, 'overwrite'); check_bool(progress, 'progress'); _refuse_existing(out, overwrite)
+    check_bool(overwrite, 'overwrite')
+    check_bool(progress, 'progress')
+    _refuse_existing(out, overwrite)
     if val_split is not None and source in (*TEXT_CORPORA, 'bigram-backcopy'):
         raise ValueError(f"`val_split` does not apply to the built-in {source!r}, which has one split; use `val_docs`")
     return sizes
@@ -445,7 +459,8 @@ def prepare(
 class TokenShards:
     "Read-only view of one part ('train' or 'val') of a prepared corpus: memory-mapped shards and document starts."
     def __init__(self, path:str|Path, part:str='train'):
-        self.path = Path(path).expanduser(); self.meta = _read_meta(self.path)
+        self.path = Path(path).expanduser()
+        self.meta = _read_meta(self.path)
         self.part = check_choice(part, 'part', list(self.meta['parts']))
         info, self.dtype = self.meta['parts'][part], np.dtype(self.meta['dtype']).newbyteorder('<')
         self._shards = [_memmap(self._file(s['file']), self.dtype, s['n_tokens']) for s in info['shards']]
@@ -476,7 +491,9 @@ def read(self, start:int, n:int) -> np.ndarray:   # (n,) in the shards' dtype
     while done < n:
         lo = start + done - self._ends[i]
         take = min(n - done, len(self._shards[i]) - lo)
-        out[done:done + take] = self._shards[i][lo:lo + take]; done += take; i += 1
+        out[done:done + take] = self._shards[i][lo:lo + take]
+        done += take
+        i += 1
     return out
 
 @patch_to(TokenShards)
