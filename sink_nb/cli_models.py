@@ -322,21 +322,21 @@ def run_heads(args) -> dict:
         ids, _ = probe_batch('natural', args.T, args.n, tok, pack=True)
         res = measure(model, tok, T=args.T, n=args.n, eps=args.eps, activations=True, pack=True, route='qk',
                       progress=not args.quiet)
-        table = res.heads(args.eps, args.window)
+        table = res.heads(args.eps, args.local_keys)
         groups = head_groups(table, args.group_size, range(args.seeds)) if args.intervene else {}
         rows = intervene(model, ids, groups, args.kinds, progress=not args.quiet) if groups else None
     except (OSError, ValueError, RuntimeError) as e:                  # RuntimeError: weights of the wrong shape
         raise SystemExit(f"sink-nb heads: {type(e).__name__}: {e}") from None
     counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
     print(f"sink_nb heads: {res.name} ({res.metadata['device']}, {res.metadata['dtype']}), N={res.N} samples of "
-          f"T={res.T}, ε={args.eps}, window={args.window}")
+          f"T={res.T}, ε={args.eps}, local_keys={args.local_keys}")
     print('labels: ' + ', '.join(f'{k} {v}' for k, v in counts.items()) + f' (of {len(table)} heads)')
     print(_label_counts(table).to_string())
     if rows is not None:
         print(f"\nintervention: {len(groups['sink'])} heads per group, {args.seeds} random groups of each kind; "
               f"loss before {rows.loss_before.iloc[0]:.4f} (perplexity {rows.ppl_before.iloc[0]:.2f})")
         print(_group_summary(rows).to_string())
-    out = dict(model=res.name, N=res.N, T=res.T, eps=args.eps, window=args.window, labels=counts.to_dict(),
+    out = dict(model=res.name, N=res.N, T=res.T, eps=args.eps, local_keys=args.local_keys, labels=counts.to_dict(),
                heads=table.to_dict('records'), intervene=None if rows is None else rows.to_dict('records'))
     if args.json: save_output(args.json, json_text(out))
     return out
@@ -352,8 +352,8 @@ def heads_parser(sub):
     labels = lambda argument: LibraryDefault('sink_nb.results', 'SinkResult.heads', argument)   # how heads are labelled
     h.add_argument('--eps', type=eps_arg, default=labels('eps'),
                    help='sink threshold on the mean α₁ (default %(default)s)')
-    h.add_argument('--window', type=int_at_least(1, 16), default=labels('window'),
-                   help='local: share within this many keys (default %(default)s)')
+    h.add_argument('--local-keys', type=int_at_least(1, 16), default=labels('local_keys'),
+                   help='local: share within this many of the latest keys (default %(default)s)')
     placement_flags(h)
     h.add_argument('--intervene', action='store_true', help='mask sink keys: sink vs random heads')
     h.add_argument('--group-size', type=int_at_least(1), default=16, help='heads per group (default 16)')

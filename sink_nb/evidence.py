@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.stats
 import torch
 from fastcore.basics import patch
 
@@ -73,6 +72,7 @@ def k_of_n(k:int, n:int, confidence:float=0.95) -> tuple[float, float]:
     check_int(k, 'k', 0)
     confidence = _confidence(confidence)
     if k > n: raise ValueError(f"`k` must be at most `n` ({n}), got {k}")
+    import scipy.stats                                    # here, not at the top: 1.1 s that most imports never use
     ci = scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')
     return round(100 * ci.low, 1), round(100 * ci.high, 1)
 
@@ -132,6 +132,7 @@ def permutation_p(x, y=None, alternative:str='two-sided', shift:float=0.0) -> fl
     scale = _scale(x, np.array([shift]), *([] if y is None else [y]))     # p is the same in any unit
     x = x / scale - shift / scale
     data, stat = ((x,), np.mean) if y is None else ((x, y / scale), _diff_of_means)
+    import scipy.stats                                    # here: see k_of_n
     return float(scipy.stats.permutation_test(data, stat, permutation_type='samples' if y is None else 'independent',
                                               vectorized=True, n_resamples=RESAMPLES, alternative=alternative,
                                               random_state=0).pvalue)
@@ -148,6 +149,7 @@ def bootstrap_interval(x, y=None, confidence:float=0.95) -> tuple[float, float]:
         low = high = float(x[0] - (0 if y is None else y[0]))
     else:
         data, stat = ((x,), np.mean) if y is None else ((x, y), _diff_of_means)
+        import scipy.stats                                # here: see k_of_n
         ci = scipy.stats.bootstrap(data, stat, method='percentile', confidence_level=confidence, vectorized=True,
                                    n_resamples=RESAMPLES, random_state=0).confidence_interval
         low, high = ci.low, ci.high

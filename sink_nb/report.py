@@ -116,12 +116,12 @@ def sink_numbers(res:SinkResult, eps:float=0.3) -> dict:
                 alpha1=res.alpha[..., res.n_slots].mean(0).tolist(), slot=slot, per_query=query, secondary=secondary)
 
 # %% ../nbs/29_report.ipynb #523bd148
-def head_taxonomy(res:SinkResult, eps:float=0.3, window:int=4) -> dict:
+def head_taxonomy(res:SinkResult, eps:float=0.3, local_keys:int=4) -> dict:
     "Every head's label (L lists of H) and the count of each label; or why there is no taxonomy."
-    try: table = res.heads(eps, window)
+    try: table = res.heads(eps, local_keys)
     except ValueError as e: return dict(labels=None, counts=None, why=str(e))
     counts = table.label.value_counts().reindex(list(HEAD_LABELS), fill_value=0)
-    return dict(labels=table.label.to_numpy().reshape(res.L, res.H).tolist(), window=window,
+    return dict(labels=table.label.to_numpy().reshape(res.L, res.H).tolist(), local_keys=local_keys,
                 counts={k: int(v) for k, v in counts.items()}, why=None)
 
 # %% ../nbs/29_report.ipynb #b53635c4

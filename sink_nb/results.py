@@ -228,7 +228,7 @@ LABEL_STATS = ('head_v_norm', 'head_out_norm', 'near_share')   # what `heads` re
 @patch
 def heads(self:SinkResult,
           eps:float=0.3,        # sink: mean α₁ above ε
-          window:int=4,         # local: the share of attention within the last `window` keys (1 to 16) ...
+          local_keys:int=4,     # local: the share of attention within the last `local_keys` keys (1 to 16) ...
           local:float=0.5,      # ... above this
           dormant:float=0.5,    # dormant: a sink with ‖v₁‖ and ‖output‖ below this fraction of the layer's median
           ) -> 'pd.DataFrame':  # layer, head, alpha1, (alpha_slot,) v1_ratio, out_ratio, local_share, label
@@ -238,13 +238,13 @@ def heads(self:SinkResult,
         raise ValueError(f"heads() needs the per-head statistics {missing}: measure with activations=True on a path "
                          "that hands over q, k and v (every SinkLM; route='qk' for transformers models)")
     eps, local, dormant = check_eps(eps), check_eps(local, 'local'), check_eps(dormant, 'dormant')
-    window = check_int(window, 'window', 1, self.stats['near_share'].shape[-1])
+    local_keys = check_int(local_keys, 'local_keys', 1, self.stats['near_share'].shape[-1])
     v = self.stats['head_v_norm'].mean(0)                                              # (L, H, T_v)
     first = self.n_slots - (self.alpha.shape[-1] - v.shape[-1])                  # the first token among v's positions
     v1_ratio = v[..., first] / v[..., first + 1:].flatten(1).median(1).values[:, None]
     out = self.stats['head_out_norm'].mean(0)
     out_ratio = out / out.median(1, keepdim=True).values
-    alpha1, share = self.alpha[..., self.n_slots].mean(0), self.stats['near_share'].mean(0)[..., :window].sum(-1)
+    alpha1, share = self.alpha[..., self.n_slots].mean(0), self.stats['near_share'].mean(0)[..., :local_keys].sum(-1)
     sink, off = alpha1 > eps, (v1_ratio < dormant) & (out_ratio < dormant)
     slot = self.alpha[..., 0].mean(0) if self.n_slots else torch.zeros_like(alpha1)    # the key slot's mean α
     other = np.where(slot > eps, 'slot', np.where(share > local, 'local', 'broad'))

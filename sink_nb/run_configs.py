@@ -31,7 +31,7 @@ _SECTIONS = ('description', 'base', 'paper', 'sources', 'model', 'train')
 
 # %% ../nbs/12_run_configs.ipynb #2267b8d9
 _SIZE_FIELDS = ('preset', 'n_layer', 'n_embd', 'n_kv_head', 'd_ff', 'vocab_size', 'block_size')
-_SCALES = {   # scale -> its base config, how a description starts, and the paper's word unless the mitigation has one
+_SIZES = {   # size -> its base config, how a description starts, and the paper's word unless the mitigation has one
     'demo': dict(base='demo-softmax', lead='CPU demo task with',
                  paper=dict(sink_rate=None, note='CPU mitigation comparison (experiments/06_mitigations)')),
     '60m': dict(base='60m-default', lead='60M with', paper=dict(sink_rate=None, note='not in the paper')),
@@ -49,7 +49,7 @@ def check_mitigation(name:str, fields:dict, registry) -> dict:
     except (ValueError, TypeError) as e: raise ValueError(f"{registry.name}[{name!r}] = {fields}: {e}") from None
     if name.endswith(('.yaml', '.yml')):                                   # `load_run_config` would read a file
         raise ValueError(f"{registry.name}[{name!r}]: a name ending in .yaml or .yml names a file; choose another name")
-    clash = sorted({f'{scale}-{name}' for scale in _SCALES} & set(_config_files()))
+    clash = sorted({f'{size}-{name}' for size in _SIZES} & set(_config_files()))
     if clash and name not in registry.builtins:        # a built-in's config is its own, even beside a stale file
         raise ValueError(f"{registry.name}[{name!r}]: its configs would take the names of shipped files {clash}; "
                          "choose another name")
@@ -68,24 +68,24 @@ MITIGATIONS = Registry('MITIGATIONS', dict, check_mitigation, {   # name -> the 
     'sink-token': dict(sink_token=True),                       # a learned token in front of every sequence
 })
 
-def mitigation_config(name:str, scale:str='demo') -> str:
-    "The config of mitigation `name` at `scale` ('demo', '60m' or '1b')."
+def mitigation_config(name:str, size:str='demo') -> str:
+    "The config of mitigation `name` at `size` ('demo', '60m' or '1b')."
     if name not in MITIGATIONS: raise ValueError(f"`name` must be one of {list(MITIGATIONS)}, got {name!r}")
-    if scale not in _SCALES: raise ValueError(f"`scale` must be one of {list(_SCALES)}, got {scale!r}")
-    if name == 'softmax': return _SCALES[scale]['base']
-    return f'{scale}-{name}'
+    if size not in _SIZES: raise ValueError(f"`size` must be one of {list(_SIZES)}, got {size!r}")
+    if name == 'softmax': return _SIZES[size]['base']
+    return f'{size}-{name}'
 
 # %% ../nbs/12_run_configs.ipynb #7a1e5c03
 _WORD_KEYS = ('what', 'description', 'knob', 'paper')
 _WORD_KINDS = {'what': str, 'description': str, 'knob': (str, type(None)), 'paper': dict}   # a knob of None: no knob
 
 def check_words(name:str, words:dict, registry) -> dict:
-    "`words` if they hold only `_WORD_KEYS` and, per scale, a dict of them (a dict, `checks.Registry` saw)."
-    for scale, said in [(None, words)] + [(s, words[s]) for s in _SCALES if s in words]:
-        where = f"{registry.name}[{name!r}]" + (f"[{scale!r}]" if scale else '')
+    "`words` if they hold only `_WORD_KEYS` and, per size, a dict of them (a dict, `checks.Registry` saw)."
+    for size, said in [(None, words)] + [(s, words[s]) for s in _SIZES if s in words]:
+        where = f"{registry.name}[{name!r}]" + (f"[{size!r}]" if size else '')
         if not isinstance(said, dict): raise ValueError(f"{where} must be a dict")
-        bad = sorted(set(said) - set(_WORD_KEYS) - (set(_SCALES) if scale is None else set()))
-        if bad: raise ValueError(f"{where} has {bad}; allowed: {list(_WORD_KEYS)} and {list(_SCALES)}")
+        bad = sorted(set(said) - set(_WORD_KEYS) - (set(_SIZES) if size is None else set()))
+        if bad: raise ValueError(f"{where} has {bad}; allowed: {list(_WORD_KEYS)} and {list(_SIZES)}")
         typed = [k for k in _WORD_KEYS if k in said and not isinstance(said[k], _WORD_KINDS[k])]
         if typed: raise ValueError(f"{where}: {typed} must be text (`paper` a dict)")
     return words
@@ -132,22 +132,22 @@ MITIGATION_WORDS = Registry('MITIGATION_WORDS', dict, check_words, {   # name ->
 })
 
 # %% ../nbs/12_run_configs.ipynb #7a1e5c06
-def _mitigation_sections(name:str, scale:str) -> dict:
-    "The sections of mitigation `name`'s config at `scale`: the scale's base, the entry's fields, its words."
+def _mitigation_sections(name:str, size:str) -> dict:
+    "The sections of mitigation `name`'s config at `size`: the size's base, the entry's fields, its words."
     words = MITIGATION_WORDS.get(name, {})
-    said = words | words.get(scale, {})                                  # the scale's words win
+    said = words | words.get(size, {})                                  # the size's words win
     fields = MITIGATIONS[name]
     what = said.get('what', f"the mitigation {name!r} ({', '.join(f'{k}={v}' for k, v in fields.items())})")
     knob = said.get('knob', f'run_configs.MITIGATIONS[{name!r}]')
-    model = ({'name': f'demo-{name}'} if scale == 'demo' else {}) | fields    # a demo run is named by its config
-    return dict(description=said.get('description', f"{_SCALES[scale]['lead']} {what}"), base=_SCALES[scale]['base'],
-                paper=dict(said.get('paper', _SCALES[scale]['paper'])), sources={} if knob is None else dict(knob=knob),
+    model = ({'name': f'demo-{name}'} if size == 'demo' else {}) | fields    # a demo run is named by its config
+    return dict(description=said.get('description', f"{_SIZES[size]['lead']} {what}"), base=_SIZES[size]['base'],
+                paper=dict(said.get('paper', _SIZES[size]['paper'])), sources={} if knob is None else dict(knob=knob),
                 model=dict(model))
 
 # %% ../nbs/12_run_configs.ipynb #7a1e5c05
 def mitigation_configs() -> dict[str, tuple[str, str]]:
-    "Config name -> (mitigation, scale) of each config built from a MITIGATIONS entry (softmax's are the base files)."
-    return {f'{scale}-{name}': (name, scale) for name in MITIGATIONS if name != 'softmax' for scale in _SCALES}
+    "Config name -> (mitigation, size) of each config built from a MITIGATIONS entry (softmax's are the base files)."
+    return {f'{size}-{name}': (name, size) for name in MITIGATIONS if name != 'softmax' for size in _SIZES}
 
 def list_configs() -> list[str]:
     "Names of the experiment configs sink_nb ships: its YAML files and the configs of every mitigation."

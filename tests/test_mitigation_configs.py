@@ -1,7 +1,7 @@
 """Issue 57 item 4: the mitigation configs (demo, 60m, 1b) are built from their `run_configs.MITIGATIONS` entry.
 
 `SHIPPED` holds, for each config that shipped as a hand-written YAML file, what those files resolved to, taken against
-its scale's base config (demo-softmax, 60m-default, 1b-softmax, still files): the SinkConfig fields that differ, the
+its size's base config (demo-softmax, 60m-default, 1b-softmax, still files): the SinkConfig fields that differ, the
 paper dict without `sources`, and the sources it adds to the base's. Each name must keep resolving to exactly that."""
 import dataclasses
 
