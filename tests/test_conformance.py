@@ -165,28 +165,16 @@ def check_mitigation(name:str) -> tuple:
     return tuple(logits.shape)
 
 
-@pytest.mark.parametrize('name', ids_of(ATTENTION_OPS))
-def test_op(name): check_op(name)
+CHECKS = {ATTENTION_OPS.name: check_op, POSITIONS.name: check_position, HEAD_STATISTICS.name: check_head_stat,
+          POLICIES.name: check_policy, CPU_STUDIES.name: check_study, MITIGATIONS.name: check_mitigation}
+REGISTRIES = (ATTENTION_OPS, POSITIONS, HEAD_STATISTICS, POLICIES, CPU_STUDIES, MITIGATIONS)
 
 
-@pytest.mark.parametrize('name', ids_of(POSITIONS))
-def test_position(name): check_position(name)
-
-
-@pytest.mark.parametrize('name', ids_of(HEAD_STATISTICS))
-def test_head_stat(name): check_head_stat(name)
-
-
-@pytest.mark.parametrize('name', ids_of(POLICIES))
-def test_policy(name): check_policy(name)
-
-
-@pytest.mark.parametrize('name', ids_of(CPU_STUDIES))
-def test_study(name): check_study(name)
-
-
-@pytest.mark.parametrize('name', ids_of(MITIGATIONS))
-def test_mitigation(name): check_mitigation(name)
+@pytest.mark.parametrize('registry, name', [pytest.param(r.name, p.values[0], id=p.id) for r in REGISTRIES
+                                            for p in ids_of(r)])
+def test_entry(registry, name):
+    "Every entry of every registry meets its registry's contract (ids REGISTRY/name: a late entry gets one)."
+    CHECKS[registry](name)
 
 
 LATE = {'ATTENTION_OPS/late_sigmoid', 'POSITIONS/late_rope', 'HEAD_STATISTICS/late_max_share',
