@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
-import contextlib, dataclasses, functools, math, numbers, os, signal, threading, types, typing
+import contextlib, dataclasses, functools, math, numbers, os, signal, sys, threading, types, typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,9 +18,9 @@ from torch import Tensor
 __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat', 'OpenUnitFloat', 'check_int', 'check_float',
            'check_eps', 'check_choice', 'check_bool', 'check_device', 'check_finite', 'check_token_ids', 'check_tensor',
            'Range', 'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry',
-           'Registry', 'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode', 'write_text_whole',
-           'grad_off', 'without_grad', 'worker_pool', 'human_size', 'is_disk_full', 'file_sha256', 'plain_file',
-           'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
+           'shipped', 'Registry', 'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode',
+           'write_text_whole', 'grad_off', 'without_grad', 'worker_pool', 'human_size', 'is_disk_full', 'file_sha256',
+           'plain_file', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -239,6 +239,10 @@ def check_entry(registry, key, entry):
     return entry if registry.check is None else registry.check(key, entry, registry)
 
 # %% ../nbs/00_checks.ipynb #9728d02d
+def shipped(frame) -> bool:
+    "Whether `frame` is a sink_nb module's own top level running (an import of the package), not code run later."
+    return frame.f_code.co_name == '<module>' and frame.f_globals.get('__name__', '').startswith('sink_nb.')
+
 class Registry(MutableMapping):
     "A dict name -> entry that checks each entry on insert (`check_entry`) and keeps its built-ins; others may go."
     def __init__(self,
@@ -252,7 +256,10 @@ class Registry(MutableMapping):
         self.builtins = frozenset(entries if builtins is None else builtins)
         self.update(entries)
 
-    def __setitem__(self, key, entry): self._entries[key] = check_entry(self, key, entry)
+    def __setitem__(self, key, entry):
+        self._entries[key] = check_entry(self, key, entry)
+        if shipped(sys._getframe(1)):               # the package registering its own entry as it loads: a built-in
+            self.builtins |= {key}
     def __delitem__(self, key):
         if key in self.builtins: raise ValueError(f"{key!r} is a built-in of {self.name}: it stays registered")
         del self._entries[key]
