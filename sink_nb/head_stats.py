@@ -16,7 +16,7 @@ from .checks import Registry, check_int, check_tensor, without_grad
 
 # %% auto #0
 __all__ = ['ACTIVATION_STATS', 'BUILT_IN_STATS', 'HEAD_STATISTICS', 'NEAR', 'FIRST_KEY_BINS', 'HeadStat', 'check_head_stat',
-           'diagonal_stat', 'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk',
+           'diagonal_stat', 'head_stat_column', 'select_head_stats', 'head_totals', 'pattern_chunk', 'trial_head_stat',
            'head_stats_from_qk', 'head_stats_from_pattern', 'induction_probe', 'diagonal_chance']
 
 # %% ../nbs/02_head_stats.ipynb #bc963b60
@@ -57,6 +57,9 @@ def check_head_stat(name:str, stat:HeadStat, registry) -> HeadStat:
     if name in ACTIVATION_STATS:
         raise ValueError(f"{name!r} is the name of an activation statistic, which it would replace in every result; "
                          f"a head statistic may not take any of {list(ACTIVATION_STATS)}")
+    trial = globals().get('trial_head_stat')     # defined below: this module's own entries are tried by the suite
+    if trial is not None:
+        trial(name, stat)
     return stat
 
 # %% ../nbs/02_head_stats.ipynb #5b7e2c11
@@ -197,6 +200,18 @@ def pattern_chunk(
     vis = visible(i[:, None], i[None], window, prefix) if causal else i.new_ones(T, T, dtype=torch.bool)
     vis = torch.cat([vis.new_ones(T, n), vis], -1)
     return QueryChunk(0, T, 0, T, n, pattern.float().unsqueeze(2), vis)                 # (B, H, 1, T, n + T)
+
+# %% ../nbs/02_head_stats.ipynb #7e1a2b01
+def trial_head_stat(name:str, stat:HeadStat) -> Tensor:
+    "`stat` on planted weights (2 samples, 2 heads, 6 queries, even causal rows): its (B, H, ...) result, or why not."
+    T = 6
+    seen = torch.tril(torch.ones(T, T))
+    pattern = (seen / seen.sum(-1, keepdim=True)).expand(2, 2, T, T)
+    try:
+        return head_totals([pattern_chunk(pattern)], {name: stat}, T)[name]
+    except Exception as e:                            # a wrong shape, an IndexError in `per_chunk`, ...
+        raise ValueError(f"HEAD_STATISTICS[{name!r}] fails on planted weights: {type(e).__name__}: {e}") from None
+
 
 # %% ../nbs/02_head_stats.ipynb #2745c60b
 @without_grad
