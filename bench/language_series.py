@@ -229,7 +229,7 @@ LOW_EPS = 0.1
 def run_summary(folder:Path, progress:bool, threads:int|None=None) -> dict:
     "One run: its settings, evaluations, resumes, CPU time and the trajectory of its checkpoints at eps 0.3 and 0.1."
     if threads: import torch; torch.set_num_threads(threads)
-    from sink_nb.attention import uniform_first_alpha
+    from sink_nb.metrics import uniform_first_alpha
     from sink_nb.runs import Run
     from sink_nb.trajectory import trajectory
     run = Run(folder)

@@ -18,9 +18,8 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, Registry
                             check_fields, check_float, check_int, check_tensor)
 
 # %% auto #0
-__all__ = ['DIVISORS', 'NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'queries_seeing',
-           'uniform_first_alpha', 'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'key_range',
-           'AttentionOp', 'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK',
+__all__ = ['NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'key_range', 'AttentionOp',
+           'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK',
            'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk', 'QueryChunk', 'query_chunks',
            'attend']
 
@@ -30,70 +29,6 @@ def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
     vis = j <= i
     if window is not None: vis = vis & (j > i - window)
     return vis | (j < prefix)
-
-# %% ../nbs/01_attention.ipynb #d559401d
-def queries_seeing(valid:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
-    "(..., T): how many valid queries (`valid` (..., T), 1 = real) see each key under `visible`'s rule."
-    T = valid.shape[-1]
-    before = F.pad(valid.cumsum(-1), (1, 0))                                        # (..., T + 1): Σ_{i<k} valid_i
-    j = torch.arange(T, device=valid.device)
-    last = (j + window).clamp(max=T) if window is not None else torch.full_like(j, T)     # queries j .. last - 1
-    return torch.where(j < prefix, before[..., T:], before[..., last] - before[..., :T])  # a prefix key: all of them
-
-
-# %% ../nbs/01_attention.ipynb #668a2c19
-DIVISORS = ('reference', 'visible')   # α's divisor: the reference code's T - j, or the queries that see the key
-
-def uniform_first_alpha(T:int, window:int|None=None, prefix:int=0, divisor:str='reference') -> float:
-    "α of key 0 when each query spreads its attention evenly over what it sees; divided by T or by its viewers."
-    total, seeing = 0.0, 0
-    for i in range(T):
-        lo = 0 if window is None else max(0, i - window + 1)                  # the window's first key
-        if lo > 0 and not prefix: break                                        # key 0 out of every later window
-        n = i - lo + 1 if not prefix else max(i, prefix - 1) + 1 if lo <= prefix else i - lo + 1 + prefix
-        total, seeing = total + 1 / n, seeing + 1
-    return total / (T if check_choice(divisor, 'divisor', DIVISORS) == 'reference' else seeing)
-
-def shortest_causal_probe(eps:float) -> int:
-    "Fewest tokens T at which an even causal head's α₁ = H_T / T is <= ε; below it Sink_1 counts heads that don't sink."
-    T, harmonic = 1, 1.0
-    while harmonic / T > eps:
-        T += 1
-        harmonic += 1 / T
-    return T
-
-def check_probe_length(T:int, eps:float) -> int:
-    "`T` if Sink_1 at ε can tell a sink from a causal head that spreads its attention evenly; else a ValueError."
-    if T < (shortest := shortest_causal_probe(eps)):
-        raise ValueError(f"`T` = {T} is too short for Sink_1 at ε = {eps}: below T = {shortest} a causal head that "
-                         "spreads its attention evenly already has α₁ > ε, so Sink_1 would count heads that do not "
-                         f"sink; use T >= {shortest}")
-    return T
-
-
-# %% ../nbs/01_attention.ipynb #6aa8c3be
-def planted_sink_qk(
-    n:int=8,              # samples
-    n_layer:int=4,        # layers
-    n_head:int=8,         # heads per layer
-    T:int=64,             # tokens
-    d_head:int=32,        # head dimension
-    strength:Tensor|None=None,  # (n_layer, n_head) score gap of key 1; default: more and stronger sink heads with depth
-    seed:int=0,           # random seed
-) -> tuple[Tensor, Tensor, Tensor]:  # q and k (n_layer, n, n_head, T, d_head) and strength
-    "Queries and keys whose heads sink on the first token with a chosen strength, as the paper explains sinks."
-    g = torch.Generator().manual_seed(seed)
-    if strength is None:
-        strength = torch.linspace(0, 6, n_head).expand(n_layer, n_head) * torch.linspace(0.25, 1, n_layer)[:, None]
-    if strength.shape != (n_layer, n_head):
-        raise ValueError(f"`strength` must have shape (n_layer, n_head) = ({n_layer}, {n_head}), got "
-                         f"{tuple(strength.shape)}")
-    u = F.normalize(torch.randn(n_layer, 1, n_head, 1, d_head, generator=g), dim=-1)      # sink direction per head
-    q, k = torch.randn(2, n_layer, n, n_head, T, d_head, generator=g)
-    k = k - (k * u).sum(-1, keepdim=True) * u                                           # keys orthogonal to u ...
-    k[..., 0, :] = 0.5 * u[..., 0, :] + 0.02 * k[..., 0, :]                  # ... but a small first key along u
-    q = q - (q * u).sum(-1, keepdim=True) * u + strength[:, None, :, None, None] * d_head ** 0.5 / 0.5 * u
-    return q, k, strength
 
 # %% ../nbs/01_attention.ipynb #9827731c
 def key_range(i0:int, i1:int, T:int, causal:bool=True, window:int|None=None, prefix:int=0) -> tuple[int, int]:

@@ -149,7 +149,7 @@ def placement_flags(p):
 
 def _check_before_loading(device, T:int|None=None, eps:float=0.3, divisor:str|None=None):
     "--device, a --T too short for Sink_1 at --eps, --divisor: the library's ValueError, before transformers loads."
-    from sink_nb.attention import DIVISORS, check_probe_length     # torch alone: importing transformers takes seconds
+    from sink_nb.metrics import DIVISORS, check_probe_length       # torch alone: importing transformers takes seconds
     from sink_nb.checks import check_choice, check_device
     check_device(device)
     if T is not None: check_probe_length(T, eps)
@@ -275,7 +275,7 @@ def measure_parser(sub):
     m.add_argument('--batch-size', type=int_at_least(1), help='samples per forward pass')
     divisor = m.add_argument('--divisor', default=measured('divisor'), help="α's divisor, of sink_nb.attention."
                              "DIVISORS: %(divisors)s (default %(default)s; reference: the reference code's T - j)")
-    divisor.divisors = RegistryChoices('sink_nb.attention', 'DIVISORS')      # listed in the help; the library checks it
+    divisor.divisors = RegistryChoices('sink_nb.metrics', 'DIVISORS')      # listed in the help; the library checks it
     m.add_argument('--route', choices=RegistryChoices('sink_nb.hf', 'ROUTES'), default=measured('route'),
                    metavar='ROUTE',
                    help='of sink_nb.hf.ROUTES: %(choices)s; qk: α computed in chunks from q and k; eager: T×T '

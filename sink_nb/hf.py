@@ -19,15 +19,14 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import (DIVISORS, NORMALIZERS, AttentionSpec, attend, attention_weights, check_probe_length,
-                               visible)
+from .attention import NORMALIZERS, AttentionSpec, attend, attention_weights, visible
 from .checks import (check_bool, check_choice, check_device, check_eps, check_int, check_token_ids, eval_mode,
                             grad_off, interrupt_safe, without_grad)
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_model_T, check_texts, check_windows_seen, layer_windows, load_config,
                              load_model, model_probe, probe_tokenizer, resolve_model, window_problem)
 from .head_stats import select_head_stats
-from .metrics import SinkMeter, attention_with_lse, meter_batches
+from .metrics import DIVISORS, SinkMeter, attention_with_lse, check_probe_length, meter_batches
 from .results import SinkResult
 from .model import SinkLM, name_filter
 

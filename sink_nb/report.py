@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from . import __version__
-from .attention import DIVISORS
+from .metrics import DIVISORS
 from .checks import check_bool, check_choice, check_device, check_eps, check_int, file_sha256, write_text_whole
 from .corpora import get_tokenizer
 from .metrics import first_token_norm_ratio

@@ -14,7 +14,8 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 
-from .attention import DIVISORS, uniform_first_alpha, visible
+from .attention import visible
+from .metrics import DIVISORS, uniform_first_alpha
 from .checks import check_choice, check_eps, check_int
 from .head_stats import FIRST_KEY_BINS
 from .metrics import check_alpha, sink_rate

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, NamedTuple
 
 import torch
 
-from .attention import DIVISORS
+from .metrics import DIVISORS
 from .checks import (NonNegativeFloat, NonNegativeInt, OneOf, OpenUnitFloat, PositiveFloat, PositiveInt,
                             check_fields)
 from .results import key_problems

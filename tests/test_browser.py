@@ -13,7 +13,7 @@ from _browser import CHROMIUM, FLAGS, require_browser
 ROOT = Path(__file__).resolve().parent.parent
 CELLS = [
     "import torch\n"
-    "from sink_nb.attention import attention_weights, planted_sink_qk\n"
+    "from sink_nb.attention import attention_weights\nfrom sink_nb.metrics import planted_sink_qk\n"
     "from sink_nb.metrics import importance_from_qk\n"
     "from sink_nb.results import SinkResult\n"
     "from sink_nb.explore import SinkExplorer",

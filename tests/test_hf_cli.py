@@ -64,7 +64,7 @@ def test_unloadable_model_fails_cleanly(tmp_path):
 def test_heads_labels_every_head_and_intervenes(tiny_gpt2, tmp_path):
     import json
     from sink_nb.hf import measure
-    from sink_nb.attention import uniform_first_alpha
+    from sink_nb.metrics import uniform_first_alpha
     alpha1 = sorted(measure(tiny_gpt2, T=24, n=4, pack=True, activations=True, progress=False).heads().alpha1)
     eps = (alpha1[-3] + alpha1[-2]) / 2                                  # two of the random model's heads are sinks ...
     assert eps > uniform_first_alpha(24), alpha1                          # ... above what an even head has at T = 24
