@@ -4,7 +4,8 @@
 
 # %% ../nbs/00_checks.ipynb #2dbabd71
 from __future__ import annotations
-import contextlib, dataclasses, functools, math, numbers, os, signal, sys, threading, types, typing
+import ast, contextlib, dataclasses, functools, importlib.util, math, numbers, os, signal, sys, threading, types
+import typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,7 +21,8 @@ __all__ = ['PositiveInt', 'NonNegativeInt', 'PositiveFloat', 'NonNegativeFloat',
            'Range', 'OneOf', 'describe', 'check_value', 'field_types', 'check_fields', 'coerce', 'check_entry',
            'shipped', 'Registry', 'check_seeds', 'interrupt_safe', 'raise_if_interrupted', 'eval_mode',
            'write_text_whole', 'grad_off', 'without_grad', 'worker_pool', 'human_size', 'is_disk_full', 'file_sha256',
-           'plain_file', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock']
+           'plain_file', 'process_alive', 'host_tag', 'working_folder', 'lock_owner', 'stale_lock', 'folder_lock',
+           'function_node', 'source_defaults']
 
 # %% ../nbs/00_checks.ipynb #b9c5bf17
 def _range_text(lo, hi, lo_open:bool=False, hi_open:bool=False) -> str:
@@ -535,3 +537,32 @@ def folder_lock(folder:Path, name:str='.lock'):
         yield lock
     finally:
         lock.unlink(missing_ok=True)
+
+# %% ../nbs/00_checks.ipynb #5e2b0c11
+def function_node(module:str, function:str):
+    "The one definition of `function` (its last name: a method, or a @patch-ed function) in `module`'s source; or None."
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith('.py'):
+        return None
+    name = function.split('.')[-1]
+    tree = ast.parse(Path(spec.origin).read_text())
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    return found[0] if len(found) == 1 else None
+
+# %% ../nbs/00_checks.ipynb #5e2b0c13
+def source_defaults(module:str, function:str) -> dict|None:
+    "{argument: default} of `module.function`'s literal defaults, read from its source; None: not found as written."
+    node = function_node(module, function)
+    if node is None:
+        return None
+    a = node.args
+    positional = a.posonlyargs + a.args
+    pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    pairs += list(zip(a.kwonlyargs, a.kw_defaults))
+    defaults = {}
+    for arg, default in pairs:
+        try:
+            defaults[arg.arg] = ast.literal_eval(default)
+        except (ValueError, TypeError, SyntaxError):                   # a name or a call: the caller imports instead
+            continue
+    return defaults

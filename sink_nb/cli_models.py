@@ -54,8 +54,14 @@ class LibraryDefault:
     def __init__(self, module:str, function:str, argument:str):    # 'sink_nb.stream', 'stream_study', 'window'
         self.module, self.function, self.argument = module, function, argument
     def value(self):
-        owner = importlib.import_module(self.module)                   # here, not when the parser is built
-        for part in self.function.split('.'): owner = getattr(owner, part)     # 'SinkResult.heads': a method
+        "The default: read from the module's source where it is a literal (no import: a refusal stays quick)."
+        from sink_nb.checks import source_defaults                   # here: `sink-nb --help` imports no torch
+        defaults = source_defaults(self.module, self.function)
+        if defaults is not None and self.argument in defaults:
+            return defaults[self.argument]
+        owner = importlib.import_module(self.module)                   # a default that is a name or a call
+        for part in self.function.split('.'):
+            owner = getattr(owner, part)                               # 'SinkResult.heads': a method
         arguments = inspect.signature(owner).parameters
         if self.argument not in arguments:
             raise ValueError(f"{self.module}.{self.function} has no argument {self.argument!r}; it has "
@@ -73,6 +79,7 @@ def resolve_defaults(args:argparse.Namespace) -> argparse.Namespace:
         if isinstance(value, LibraryDefault): setattr(args, name, value.value())
     return args
 
+# %% ../nbs/30_cli_models.ipynb #5e2b0c16
 class CommandParser(argparse.ArgumentParser):
     "An ArgumentParser (its sub-commands' too) whose `LibraryDefault`s are values once parsed."
     def parse_known_args(self, args=None, namespace=None):
