@@ -21,8 +21,8 @@ from .metrics import first_token_norm_ratio
 from .model import measure_model
 from .results import HEAD_LABELS, RATE_DEFINITIONS, SinkResult, finite_or_none, on_query_grid
 from .runs import Run
-from .stream import (POLICIES, check_study_args, long_ids, perplexity_past_window, sliding_window,
-                            stream_study)
+from .stream import (POLICIES, check_study_args, long_ids, perplexity_past_window, sliding_problem,
+                            sliding_window, stream_study)
 # altair, transformers and what is built on them (explore, hf, hf_load, quant) are imported in the functions that draw
 # or load: `report`'s checks then refuse a bad argument or folder without seconds of imports
 
@@ -181,7 +181,7 @@ def cost_of_quantising(model, ids:torch.Tensor, bits:int=8) -> dict:
 # %% ../nbs/29_report.ipynb #a56b1e81
 def cached_policies(sliding:int|None=None) -> list[str]:
     "The registered policies that stream through a KV cache, less those that grow where a model slides its own window."
-    return [name for name, p in POLICIES.items() if p.cached and not (sliding and p.grows)]
+    return [name for name, p in POLICIES.items() if p.cached and sliding_problem(p, sliding) is None]
 
 # %% ../nbs/29_report.ipynb #7c2d9e41
 def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:bool=False,
@@ -194,8 +194,8 @@ def cost_of_evicting(model, ids:torch.Tensor, window:int, sinks:int=4, progress:
     dense = next((past[p] for p in curves if not POLICIES[p].evicts), None)
     rows = {p: dict(about=POLICIES[p].about, evicts=POLICIES[p].evicts, ppl=past[p],
                     ratio=past[p] / dense if dense else None) for p in curves}
-    why = f"its cache grows, and the model's own sliding window of {sliding} keys drops keys it keeps"
-    left_out = {p: why for p in cached_policies() if p not in measured}
+    left_out = {p: f"its cache grows, and {sliding_problem(POLICIES[p], sliding)}" for p in cached_policies()
+                if p not in measured}
     return dict(data=data, T=len(ids), window=window, sinks=sinks, first=past['first'], last=past['last'],
                 positions=past['positions'], policies=rows, left_out=left_out)
 

@@ -18,9 +18,9 @@ from .model import embedding_rows, n_positions
 
 # %% auto #0
 __all__ = ['TABLE_COLUMNS', 'POLICIES', 'Policy', 'wants_back', 'undeclared_growth', 'check_policy', 'policy_of', 'kept',
-           'check_stream_args', 'sliding_window', 'rerotate_keys', 'evict_to', 'evict_cache', 'recomputed_nll',
-           'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position', 'perplexity_past_window',
-           'long_ids', 'load_causal_lm']
+           'sliding_problem', 'check_stream_args', 'sliding_window', 'rerotate_keys', 'evict_to', 'evict_cache',
+           'recomputed_nll', 'stream_nll', 'check_study_args', 'stream_study', 'perplexity_by_position',
+           'perplexity_past_window', 'long_ids', 'load_causal_lm']
 
 # %% ../nbs/21_stream.ipynb #de76243a
 @dataclass(frozen=True)
@@ -188,15 +188,22 @@ def _check_evicts(p:Policy, window:int, sinks:int, T:int):
                      f"`sinks` = {sinks}: nothing is evicted; use {_ways_to_evict(p, window, sinks, T)}")
 
 # %% ../nbs/21_stream.ipynb #c7d2e9a1
+def sliding_problem(p:Policy, sliding:int|None) -> str|None:
+    "Why a cache of `p` cannot stream on a model whose own sliding window drops keys (`sliding`); None: it can."
+    if p.grows and sliding is not None:
+        return f"the model's own sliding window of {sliding} keys drops keys it keeps"
+    return None
+
 def _check_cache(p:Policy, window:int, sinks:int, T:int, sliding:int|None):
     "An error when a KV cache cannot stream `p` over T tokens: a key wanted back, growth, the model's sliding window."
     why = wants_back(p, window, sinks, T) or undeclared_growth(p, window, sinks, T)    # before minutes of streaming
     if why:
         raise ValueError(f"policy {p.name!r} {why}")
-    if p.grows and sliding is not None:
-        raise ValueError(f"policy {p.name!r} is declared grows=True: its cache keeps growing, and the model's own "
-                         f"sliding window of {sliding} keys drops keys it keeps; a KV cache cannot bring a key back: "
-                         "stream it on a model without a sliding window, or register it with cached=False")
+    slides = sliding_problem(p, sliding)
+    if slides:
+        raise ValueError(f"policy {p.name!r} is declared grows=True: its cache keeps growing, and {slides}; a KV cache "
+                         "cannot bring a key back: stream it on a model without a sliding window, or register it with "
+                         "cached=False")
 
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None):
     "Clear errors for a streaming request, found by running the policy's `keep`; the model's position limit, window."
