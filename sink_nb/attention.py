@@ -18,10 +18,10 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, Registry
                             check_fields, check_float, check_int, check_tensor)
 
 # %% auto #0
-__all__ = ['NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'AttentionName', 'visible', 'key_range', 'AttentionOp',
-           'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights', 'chunk_weights', 'QK',
-           'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk', 'QueryChunk', 'query_chunks',
-           'attend']
+__all__ = ['NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'FLEX_MIN_HEAD_DIM', 'AttentionName', 'visible',
+           'key_range', 'AttentionOp', 'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights',
+           'chunk_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk',
+           'QueryChunk', 'query_chunks', 'flex_kernel', 'attend']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -319,6 +319,7 @@ def _installed(name:str) -> bool:
 # looked up once, at import: a compiled forward resolves its backend without touching the import system
 _FLEX = _installed('torch.nn.attention.flex_attention')
 _FLASH = next((name for name in ('flash_attn.cute', 'flash_attn') if _installed(name)), None)   # FlashAttention 4, or 2
+FLEX_MIN_HEAD_DIM = 16                # Triton's smallest matrix tile: inductor fails compiling flex below it on CUDA
 
 def unsupported_reason(
     backend:str,                  # one of BACKENDS
@@ -327,6 +328,7 @@ def unsupported_reason(
     slot:bool=False,              # a key slot or a learned sink logit (an operation's fixed logit counts itself)
     score_bias:bool=False, padding:bool=False,
     grad:bool=False,              # will a backward pass follow?
+    head_dim:int|None=None,       # d_h of q and k; None: not checked
 ) -> str|None:                    # None if the backend computes this attention exactly, else why not
     "Why `backend` cannot compute this attention exactly, or None if it can."
     check_choice(backend, 'backend', BACKENDS)
@@ -335,6 +337,8 @@ def unsupported_reason(
     cuda = torch.device(device).type == 'cuda'
     if backend == 'flex' and not _FLEX: return "FlexAttention needs torch >= 2.5"
     if backend == 'flex' and grad and not cuda: return "FlexAttention has no backward pass on CPU"
+    if backend == 'flex' and cuda and head_dim is not None and head_dim < FLEX_MIN_HEAD_DIM:
+        return f"FlexAttention's Triton kernel on CUDA needs a head size of at least {FLEX_MIN_HEAD_DIM}, got {head_dim}"
     if backend == 'flash':
         return _flash_reason(spec, cuda, dtype, slot or spec.operation.fixed_logit is not None, score_bias, padding)
     return None
@@ -455,13 +459,14 @@ def _sdpa(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=spec.scale, enable_gqa=True)
 
 # %% ../nbs/01_attention.ipynb #11ff6fd1
-@lru_cache(maxsize=1)
-def _compiled_flex():
+@lru_cache(maxsize=None)
+def flex_kernel(device:str|torch.device='cpu') -> Callable:
+    "`flex_attention`, compiled (Triton) on CUDA; elsewhere as it is, unfused (its compiled CPU kernel returns no LSE)."
     from torch.nn.attention.flex_attention import flex_attention
-    return torch.compile(flex_attention, dynamic=False)
+    return torch.compile(flex_attention, dynamic=False) if torch.device(device).type == 'cuda' else flex_attention
 
 def _flex(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import create_block_mask
     B, H, T, _ = q.shape
     n = int(slot_k is not None or logit is not None)
     if n: k, v = _with_slot(k, v, slot_k, slot_v)
@@ -477,8 +482,7 @@ def _flex(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
         if logit is not None: score = torch.where(ki == 0, logit[h].to(score.dtype), score)
         return score
     block_mask = create_block_mask(mask_mod, B if mask is not None else None, None, T, T + n, device=q.device)
-    fn = _compiled_flex() if q.device.type == 'cuda' else flex_attention
-    return fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=spec.scale, enable_gqa=True)
+    return flex_kernel(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=spec.scale, enable_gqa=True)
 
 def _flash(q, k, v, spec:AttentionSpec):
     "flash-attn's kernel in its (B, T, H, d) layout: FlashAttention 4 (`flash_attn.cute`) or 2."
@@ -512,7 +516,8 @@ def attend(
                   mask=mask, check=False)
         return _attend_rows(rows, v, slot_v, chunk, backend == 'eager', edit_scores, edit_weights)
     reason = unsupported_reason(backend, spec, q.device, q.dtype, slot_k is not None or sink_logit is not None,
-                                score_bias is not None, mask is not None, torch.is_grad_enabled() and q.requires_grad)
+                                score_bias is not None, mask is not None, torch.is_grad_enabled() and q.requires_grad,
+                                q.shape[-1])
     if reason: raise ValueError(f"backend={backend!r} cannot run this attention: {reason}")
     if backend == 'flash': return _flash(q, k, v, spec), None
     logit = _logit(spec, sink_logit, q.shape[1], q)
