@@ -18,10 +18,11 @@ from .checks import (NonNegativeInt, OneOf, PositiveFloat, PositiveInt, Registry
                             check_fields, check_float, check_int, check_tensor)
 
 # %% auto #0
-__all__ = ['NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'FLEX_MIN_HEAD_DIM', 'AttentionName', 'visible',
-           'key_range', 'AttentionOp', 'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights',
+__all__ = ['NORMALIZERS', 'PROXY_RULES', 'ATTENTION_OPS', 'BACKENDS', 'FLEX_MIN_HEAD_DIM', 'LSE_KERNELS', 'AttentionName',
+           'visible', 'key_range', 'AttentionOp', 'check_attention_op', 'AttentionSpec', 'abs_shares', 'metric_weights',
            'chunk_weights', 'QK', 'attention_weights', 'unsupported_reason', 'choose_backend', 'auto_chunk',
-           'QueryChunk', 'query_chunks', 'flex_kernel', 'attend']
+           'QueryChunk', 'query_chunks', 'flex_kernel', 'attend', 'flash_cpu_ready', 'flash_cpu', 'flex_block_mask',
+           'flex_with_lse', 'attention_with_lse']
 
 # %% ../nbs/01_attention.ipynb #6e880f77
 def visible(i:Tensor, j:Tensor, window:int|None=None, prefix:int=0) -> Tensor:
@@ -338,7 +339,8 @@ def unsupported_reason(
     if backend == 'flex' and not _FLEX: return "FlexAttention needs torch >= 2.5"
     if backend == 'flex' and grad and not cuda: return "FlexAttention has no backward pass on CPU"
     if backend == 'flex' and cuda and head_dim is not None and head_dim < FLEX_MIN_HEAD_DIM:
-        return f"FlexAttention's Triton kernel on CUDA needs a head size of at least {FLEX_MIN_HEAD_DIM}, got {head_dim}"
+        return f"FlexAttention's Triton kernel on CUDA needs a head size of at least {FLEX_MIN_HEAD_DIM}, got " \
+               f"{head_dim}"
     if backend == 'flash':
         return _flash_reason(spec, cuda, dtype, slot or spec.operation.fixed_logit is not None, score_bias, padding)
     return None
@@ -482,7 +484,8 @@ def _flex(q, k, v, spec:AttentionSpec, slot_k, slot_v, logit, score_bias, mask):
         if logit is not None: score = torch.where(ki == 0, logit[h].to(score.dtype), score)
         return score
     block_mask = create_block_mask(mask_mod, B if mask is not None else None, None, T, T + n, device=q.device)
-    return flex_kernel(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=spec.scale, enable_gqa=True)
+    return flex_kernel(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=spec.scale,
+                                      enable_gqa=True)
 
 def _flash(q, k, v, spec:AttentionSpec):
     "flash-attn's kernel in its (B, T, H, d) layout: FlashAttention 4 (`flash_attn.cute`) or 2."
@@ -523,6 +526,53 @@ def attend(
     logit = _logit(spec, sink_logit, q.shape[1], q)
     fused = _sdpa if backend == 'sdpa' else _flex
     return fused(q, k, v, spec, slot_k, slot_v if slot_k is not None else None, logit, score_bias, mask), None
+
+# %% ../nbs/01_attention.ipynb #c1a5e0b2
+_FLASH_CPU = getattr(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu', None)   # returns each row's LSE
+LSE_KERNELS = ('flash-cpu', 'flex')   # the kernels that hand over each query row's log-sum-exp
+
+def flash_cpu_ready(q:Tensor, k:Tensor) -> bool:
+    "Can PyTorch's CPU flash kernel take q (B, H, T, d) and k (B, H_kv, T, d): float32 on CPU, one head size?"
+    return (_FLASH_CPU is not None and q.device.type == 'cpu' and q.dtype == k.dtype == torch.float32
+            and q.shape[-1] == k.shape[-1] and q.shape[1] % k.shape[1] == 0)
+
+def flash_cpu(q:Tensor, k:Tensor, v:Tensor, scale:float|None=None, causal:bool=True) -> tuple[Tensor, Tensor]:
+    "PyTorch's CPU flash kernel, keys and values repeated to the query heads: output and each row's LSE (B, H, T)."
+    G = q.shape[1] // k.shape[1]
+    k, v = (k, v) if G == 1 else (k.repeat_interleave(G, 1), v.repeat_interleave(G, 1))
+    return _FLASH_CPU(q, k, v, 0.0, causal and q.shape[2] > 1, scale=scale)[:2]
+
+@lru_cache(maxsize=16)
+def flex_block_mask(T:int, causal:bool=True, window:int|None=None, prefix:int=0, transposed:bool=False,
+                    device:str='cpu'):
+    "flex's block mask of `visible` (None: every key), or of its transpose (the keys become the queries); cached."
+    from torch.nn.attention.flex_attention import create_block_mask
+    if not causal: return None
+    rule = (lambda b, h, j, i: visible(i, j, window, prefix)) if transposed else \
+        (lambda b, h, i, j: visible(i, j, window, prefix))
+    return create_block_mask(rule, None, None, T, T, device=device)
+
+def flex_with_lse(q:Tensor, k:Tensor, v:Tensor, scale:float|None=None, block_mask=None,
+                  score_mod:Callable|None=None) -> tuple[Tensor, Tensor]:
+    "flex attention of q over k (GQA as H / H_kv): output (B, H, T, d_v) and each row's log-sum-exp (B, H, T)."
+    from torch.nn.attention.flex_attention import AuxRequest
+    out, aux = flex_kernel(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale,
+                                          enable_gqa=q.shape[1] != k.shape[1], return_aux=AuxRequest(lse=True))
+    return out, aux.lse
+
+def attention_with_lse(
+    q:Tensor, k:Tensor, v:Tensor,  # (B, H, T, d), (B, H_kv, T, d), (B, H_kv, T, d_v)
+    scale:float|None=None,         # None: 1/√d
+    causal:bool=True,
+    kernel:str|None=None,          # one of LSE_KERNELS; None: flex on CUDA, else flash-cpu
+) -> tuple[Tensor, Tensor]|None:   # output (B, H, T, d_v), each row's log-sum-exp (B, H, T); None where it cannot
+    "Softmax attention and each query row's log-sum-exp: PyTorch's CPU flash kernel (float32), or flex on CUDA."
+    kernel = check_choice(kernel or ('flex' if q.device.type == 'cuda' else 'flash-cpu'), 'kernel', LSE_KERNELS)
+    if kernel == 'flex':
+        if unsupported_reason('flex', device=q.device, head_dim=min(q.shape[-1], v.shape[-1])): return None
+        return flex_with_lse(q, k, v, scale, flex_block_mask(q.shape[2], causal, device=q.device.type))
+    if not flash_cpu_ready(q, k) or v.shape[-1] != q.shape[-1]: return None
+    return flash_cpu(q, k, v, scale, causal)
 
 # %% ../nbs/01_attention.ipynb #06a699db
 ATTENTION_OPS['softmax1'] = AttentionOp('softmax1', fixed_logit=0.0, fused=True, formula=_exp_rows)

@@ -19,14 +19,14 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .attention import NORMALIZERS, AttentionSpec, attend, attention_weights, visible
+from .attention import NORMALIZERS, AttentionSpec, attend, attention_weights, attention_with_lse, visible
 from .checks import (check_bool, check_choice, check_device, check_eps, check_int, check_token_ids, eval_mode,
                             grad_off, interrupt_safe, without_grad)
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_model_T, check_texts, check_windows_seen, layer_windows, load_config,
                              load_model, model_probe, probe_tokenizer, resolve_model, window_problem)
 from .head_stats import select_head_stats
-from .metrics import DIVISORS, SinkMeter, attention_with_lse, check_probe_length, meter_batches
+from .metrics import DIVISORS, SinkMeter, check_probe_length, meter_batches
 from .results import SinkResult
 from .model import SinkLM, name_filter
 
@@ -127,12 +127,12 @@ def __call__(self:_Tap, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, 
 
 @patch
 def _attend_with_lse(self:_Tap, l:int, module, q:Tensor, k:Tensor, v:Tensor, mask:Tensor|None, kwargs:dict):
-    "Run a plain softmax call through the CPU flash kernel and emit each row's log-sum-exp, when wanted: the output."
+    "Run a plain softmax call through a kernel that also gives each row's log-sum-exp, emitted when wanted: the output."
     o, edited = self.alpha_options[l], self.edit is not None and l in self.edit.by_layer
     name = f'blocks.{l}.attn.hook_lse'
     if (not self.wants(name) or edited or mask is not None or o['window']
             or 'sink_logit' in o or module.training or kwargs.get('dropout')): return None
-    ran = attention_with_lse(q, k, v, o['scale'], o['causal'])        # None unless float32 on CPU, equal head sizes
+    ran = attention_with_lse(q, k, v, o['scale'], o['causal'])        # CPU float32: flash; CUDA: flex; else None
     if ran is not None: self.emit(name, ran[1], **o)                   # before q and k: α comes from it
     return None if ran is None else ran[0]
 

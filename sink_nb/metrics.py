@@ -5,7 +5,7 @@
 # %% ../nbs/03_metrics.ipynb #065905bd
 from __future__ import annotations
 import re
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -13,15 +13,18 @@ from fastcore.basics import patch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .attention import QK, AttentionSpec, QueryChunk, query_chunks, metric_weights
+from .attention import (FLEX_MIN_HEAD_DIM, QK, AttentionSpec, QueryChunk, auto_chunk, flash_cpu,
+                               flash_cpu_ready, flex_block_mask, flex_with_lse, metric_weights, query_chunks,
+                               unsupported_reason)
 from .checks import check_choice, check_eps, check_finite, check_int, check_tensor, without_grad
 from .head_stats import HEAD_STATISTICS, HeadStat, head_totals, pattern_chunk, select_head_stats
 
 # %% auto #0
-__all__ = ['DIVISORS', 'METRIC_CHUNK_SCORES', 'queries_seeing', 'uniform_first_alpha', 'shortest_causal_probe',
-           'check_probe_length', 'planted_sink_qk', 'importance', 'check_alpha', 'sink_rate', 'attention_with_lse',
-           'flash_passes', 'column_sums_from_lse', 'layer_stats', 'importance_from_qk', 'hidden_norms',
-           'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'representation_entropy',
+__all__ = ['DIVISORS', 'METRIC_CHUNK_SCORES', 'CUDA_METRIC_SHARE', 'CUDA_METRIC_MAX', 'ALPHA_ROUTES', 'queries_seeing',
+           'uniform_first_alpha', 'shortest_causal_probe', 'check_probe_length', 'planted_sink_qk', 'importance',
+           'check_alpha', 'sink_rate', 'metric_budget', 'flash_passes', 'column_sums_from_lse', 'column_sums_flex',
+           'alpha_route_reason', 'choose_alpha_route', 'MetricPlan', 'metric_plan', 'layer_stats', 'importance_from_qk',
+           'hidden_norms', 'massive_activation_ratio', 'head_norms', 'query_key_alignment', 'representation_entropy',
            'first_token_norm_ratio', 'SinkMeter', 'cache_importance', 'activation_stats', 'meter_batches']
 
 # %% ../nbs/03_metrics.ipynb #d559401d
@@ -166,6 +169,18 @@ def sink_rate(
 # %% ../nbs/03_metrics.ipynb #699b18d1
 METRIC_CHUNK_SCORES = 2 ** 20   # 4 MiB a chunk or a flash pass: α at T = 4096 adds ~1/40 of eager's memory
 
+CUDA_METRIC_SHARE = 32        # a chunk's float32 scores take 1/32 of the free CUDA memory: its ~4 copies, an eighth
+CUDA_METRIC_MAX = 2 ** 30     # 4 GiB of scores a copy at most, whatever is free
+
+def metric_budget(
+    device:str|torch.device='cpu',  # where the metric runs
+    free_bytes:int|None=None,       # free device memory; None: `torch.cuda.mem_get_info` on CUDA
+) -> int:                           # scores a chunk (or floats of q a pass) may hold
+    "The metric's memory budget: `METRIC_CHUNK_SCORES` off CUDA; on CUDA a share of its free memory, clamped."
+    if torch.device(device).type != 'cuda': return METRIC_CHUNK_SCORES
+    free = torch.cuda.mem_get_info(device)[0] if free_bytes is None else check_int(free_bytes, 'free_bytes', 0)
+    return min(max(free // (4 * CUDA_METRIC_SHARE), METRIC_CHUNK_SCORES), CUDA_METRIC_MAX)
+
 # %% ../nbs/03_metrics.ipynb #7a16899f
 _COLUMNS = 'column_sums'
 
@@ -181,31 +196,18 @@ def _column_stat(rows:QK, metric:bool=True) -> HeadStat:
 def _column_sums(rows:QK, chunk:int|None, metric:bool=True) -> Tensor:
     "Σ over (valid) query rows of every key's weight, (B, H, n_slots + T), computed in chunks of query rows."
     columns = {_COLUMNS: _column_stat(rows, metric)}
-    return head_totals(query_chunks(rows, chunk, METRIC_CHUNK_SCORES), columns, rows.T)[_COLUMNS]
+    return head_totals(query_chunks(rows, chunk, metric_budget(rows.q.device)), columns, rows.T)[_COLUMNS]
 
 # %% ../nbs/03_metrics.ipynb #82977ec2
-_FLASH_CPU = getattr(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu', None)   # returns each row's LSE
 _LSE_SPREAD = 60.0    # e^-60 stays a normal float32: beyond it the transposed pass would lose rows
 
-def _flash_ready(q:Tensor, k:Tensor) -> bool:
-    return (_FLASH_CPU is not None and q.device.type == 'cpu' and q.dtype == k.dtype == torch.float32
-            and q.shape[-1] == k.shape[-1] and q.shape[1] % k.shape[1] == 0)
-
-def attention_with_lse(
-    q:Tensor, k:Tensor, v:Tensor,  # (B, H, T, d), (B, H_kv, T, d), (B, H_kv, T, d) float32 on CPU
-    scale:float|None=None,         # None: 1/√d
-    causal:bool=True,
-) -> tuple[Tensor, Tensor]|None:   # output (B, H, T, d), each row's log-sum-exp (B, H, T); None where it cannot
-    "Softmax attention and each query row's log-sum-exp of its scores, from PyTorch's CPU flash kernel."
-    if not _flash_ready(q, k) or v.shape[-1] != q.shape[-1]: return None
-    G = q.shape[1] // k.shape[1]
-    return _FLASH_CPU(q, k.repeat_interleave(G, 1), v.repeat_interleave(G, 1), 0.0, causal and q.shape[2] > 1,
-                      scale=scale)
-
-def flash_passes(q:Tensor, k:Tensor, budget:int=METRIC_CHUNK_SCORES) -> list[tuple[int, slice, slice]]:
-    "(sample, query heads, key heads) of each flash pass, so that a pass's queries hold at most `budget` floats."
+def flash_passes(
+    q:Tensor, k:Tensor, budget:int|None=None,  # None: `metric_budget` of q's device
+    scores:bool=False,             # count a pass's T×T scores (flex unfused, off CUDA) instead of its queries
+) -> list[tuple[int, slice, slice]]:
+    "(sample, query heads, key heads) of each pass, so that a pass's queries (or scores) hold at most `budget` floats."
     (B, H, T, d), Hkv = q.shape, k.shape[1]
-    n = max(1, budget // (H // Hkv * T * d))                    # key heads per pass, with their H / H_kv query heads
+    n = max(1, (budget or metric_budget(q.device)) // (H // Hkv * T * (T if scores else d)))   # key heads a pass
     return [(b, slice(h * H // Hkv, min(Hkv, h + n) * H // Hkv), slice(h, min(Hkv, h + n)))
             for b in range(B) for h in range(0, Hkv, n)]
 
@@ -213,16 +215,15 @@ def column_sums_from_lse(
     q:Tensor, k:Tensor,            # (B, H, T, d), (B, H_kv, T, d) float32 on CPU
     lse:Tensor|None=None,          # (B, H, T): each query row's log-sum-exp of its scaled scores; None: computed
     scale:float|None=None, causal:bool=True,
-    budget:int=METRIC_CHUNK_SCORES,  # the most floats of q one pass reads; its copies and output are as large
+    budget:int|None=None,          # the most floats of q one pass reads (None: `metric_budget`); its copies as large
 ) -> Tensor|None:                  # (B, H, T): Σ_i exp(s_ij - lse_i); None where it cannot
     "Softmax attention's column sums from the rows' log-sum-exp: flash passes over reversed rows, a few heads each."
-    if not _flash_ready(q, k) or (lse is not None and lse.shape != q.shape[:3]): return None
+    if not flash_cpu_ready(q, k) or (lse is not None and lse.shape != q.shape[:3]): return None
     sums = q.new_empty(q.shape[:3])
     for b, hq, hk in flash_passes(q, k, budget):
         qp, kp = q[b:b + 1, hq], k[b:b + 1, hk]
-        part = _column_sums_pass(qp, kp, attention_with_lse(qp, kp, kp, scale, causal)[1] if lse is None
-                                 else lse[b:b + 1, hq], scale, causal)
-        if part is None: return None
+        lp = flash_cpu(qp, kp, kp, scale, causal)[1] if lse is None else lse[b:b + 1, hq]
+        if (part := _column_sums_pass(qp, kp, lp, scale, causal)) is None: return None
         sums[b:b + 1, hq] = part
     return sums
 
@@ -234,17 +235,85 @@ def _column_sums_pass(q:Tensor, k:Tensor, lse:Tensor, scale:float|None, causal:b
     order = (lambda x: x.flip(2)) if causal else (lambda x: x)        # reversed, "rows i >= key j" is a causal mask
     carry = torch.zeros_like(q)
     carry[..., 0] = order(torch.exp(low - lse))
-    G = q.shape[1] // k.shape[1]
-    out, lse_t = _FLASH_CPU(order(k if G == 1 else k.repeat_interleave(G, 1)), order(q), carry, 0.0,
-                            causal and q.shape[2] > 1, scale=scale)
+    out, lse_t = flash_cpu(order(k.repeat_interleave(q.shape[1] // k.shape[1], 1)), order(q), carry, scale, causal)
     return order(torch.exp(lse_t + out[..., 0].log() - low))
 
-def _fast_column_sums(rows:QK, lse:Tensor|None) -> Tensor|None:
-    "Column sums of plain softmax rows from their log-sum-exp (given, or from the kernel); None where it cannot."
-    if rows.op.name != 'softmax' or rows.slot or rows.score_bias or rows.valid is not None or rows.spec.window \
-        or rows.spec.prefix: return None
-    B, Hkv, G, T, d = rows.q.shape
-    return column_sums_from_lse(rows.q.reshape(B, Hkv * G, T, d), rows.k[:, :, 0], lse, rows.scale, rows.spec.causal)
+# %% ../nbs/03_metrics.ipynb #f1e8a0c1
+def column_sums_flex(
+    q:Tensor, k:Tensor,            # (B, H, T, d), (B, H_kv, T, d); computed in float32 (or wider)
+    lse:Tensor|None=None,          # (B, H, T): each query row's log-sum-exp of its scaled scores; None: computed
+    scale:float|None=None, causal:bool=True, window:int|None=None, prefix:int=0,
+    budget:int|None=None,          # None: `metric_budget`; off CUDA a pass's T×T scores count (flex runs unfused)
+) -> Tensor:                       # (B, H, T): Σ_i exp(s_ij - lse_i) over the queries i that see key j
+    "Softmax attention's column sums by flex: keys attend to the queries with scores s_ij - lse_i; a column's LSE."
+    dtype, (B, H, T, d) = torch.promote_types(q.dtype, torch.float32), q.shape
+    G, scale = H // k.shape[1], d ** -0.5 if scale is None else scale
+    pad = lambda x: F.pad(x.to(dtype), (0, max(0, FLEX_MIN_HEAD_DIM - d)))      # zero columns: every score stays
+    rows, cols = (flex_block_mask(T, causal, window, prefix, t, q.device.type) for t in (False, True))
+    sums = q.new_empty(q.shape[:3], dtype=dtype)
+    for b, hq, hk in flash_passes(q, k, budget, scores=q.device.type != 'cuda'):
+        qp, kp = pad(q[b:b + 1, hq]), pad(k[b:b + 1, hk])
+        zero = qp.new_zeros(*qp.shape[:3], FLEX_MIN_HEAD_DIM)     # values: flex computes an output, nobody reads it
+        lp = flex_with_lse(qp, kp, zero[:, ::G], scale, rows)[1] if lse is None else lse[b:b + 1, hq].to(dtype)
+        shifted = lambda s, b_, h, j, i: s - lp[b_, h, i]                 # j: a key, now a query; i: a query
+        sums[b:b + 1, hq] = flex_with_lse(kp.repeat_interleave(G, 1), qp, zero, scale, cols, shifted)[1].exp()
+    return sums
+
+# %% ../nbs/03_metrics.ipynb #f1e8a0c2
+ALPHA_ROUTES = ('flash-cpu', 'flex', 'chunked')   # how α's column sums are computed: by an LSE route, or the chunk walk
+
+def alpha_route_reason(
+    route:str,                     # one of ALPHA_ROUTES
+    device:str|torch.device='cpu',
+    dtype:torch.dtype=torch.float32,   # of the metric's q and k: bf16 and fp16 are computed in float32
+    spec:AttentionSpec=AttentionSpec(),
+    slot:bool=False, padding:bool=False, score_bias:bool=False,
+    stats:bool=False,              # per-head statistics in the same pass
+) -> str|None:                     # None if the route computes α here, else why not
+    "Why `route` cannot compute α of this layer, or None if it can."
+    check_choice(route, 'alpha_route', ALPHA_ROUTES)
+    if route == 'chunked': return None
+    if stats: return f"{route} computes α alone: head statistics read every chunk's weights, and α joins that pass"
+    if spec.op != 'softmax' or slot or padding or score_bias:
+        return f"{route} sums plain softmax rows only: not op={spec.op!r} with a slot, a padding mask or a score bias"
+    if dtype == torch.float64: return f"{route} computes in float32: float64 q and k keep float64 in the chunked pass"
+    if route == 'flex': return unsupported_reason('flex', spec, device)
+    if torch.device(device).type != 'cpu': return "flash-cpu is PyTorch's CPU flash kernel"
+    if spec.window or spec.prefix: return "flash-cpu masks causally or not at all: no window or prefix"
+    return None
+
+def choose_alpha_route(
+    requested:str='auto',          # 'auto' or one of ALPHA_ROUTES
+    device:str|torch.device='cpu', dtype:torch.dtype=torch.float32,
+    spec:AttentionSpec=AttentionSpec(),
+    **kwargs,                      # slot, padding, score_bias, stats (`alpha_route_reason`)
+) -> str:
+    "Resolve 'auto' to the device's first route that computes α here (CUDA: flex, chunked; else flash-cpu, chunked)."
+    check_choice(requested, 'alpha_route', ('auto',) + ALPHA_ROUTES)
+    if requested != 'auto':
+        if reason := alpha_route_reason(requested, device, dtype, spec, **kwargs):
+            raise ValueError(f"alpha_route={requested!r} cannot compute α here: {reason}")
+        return requested
+    order = ('flex', 'chunked') if torch.device(device).type == 'cuda' else ('flash-cpu', 'chunked')
+    return next(r for r in order if alpha_route_reason(r, device, dtype, spec, **kwargs) is None)
+
+class MetricPlan(NamedTuple):
+    "How α of one layer is split on a device: the budget, the chunked route's chunks, an LSE route's passes."
+    budget:int        # scores a chunk (or floats of q a pass) holds: `metric_budget`
+    rows:int          # query rows per chunk of the chunked route
+    chunks:int        # chunks of the layer
+    passes:int        # passes of the layer on the device's LSE route (flash-cpu or flex), each over a few heads
+
+def metric_plan(
+    q:Tensor, k:Tensor,            # (B, H, T, d), (B, H_kv, T, d): only their shapes are read
+    device:str|torch.device|None=None,   # None: q's
+    free_bytes:int|None=None,      # as `metric_budget`
+) -> MetricPlan:
+    "The chunks and passes α of one layer takes on `device`, given its free memory."
+    budget = metric_budget(q.device if device is None else device, free_bytes)
+    B, H, T, _ = q.shape
+    rows = auto_chunk(B, H, T, budget)
+    return MetricPlan(budget, rows, -(-T // rows), len(flash_passes(q, k, budget)))
 
 # %% ../nbs/03_metrics.ipynb #8587ad8d
 def _alpha_of(colsum:Tensor, rows:QK, divisor:str) -> Tensor:
@@ -258,25 +327,43 @@ def _alpha_of(colsum:Tensor, rows:QK, divisor:str) -> Tensor:
                          "(proxy=True)")
     return alpha
 
+def _lse_column_sums(rows:QK, lse:Tensor|None, requested:str, stats:bool) -> tuple[Tensor|None, str]:
+    "Column sums (B, H, T) by the route `requested` resolves to, and that route; None and 'chunked' for the walk."
+    route = choose_alpha_route(requested, rows.q.device, rows.q.dtype, rows.spec, slot=rows.slot is not None,
+                               padding=rows.valid is not None, score_bias=rows.score_bias is not None, stats=stats)
+    B, Hkv, G, T, d = rows.q.shape
+    if lse is not None and lse.shape != (B, Hkv * G, T):
+        raise ValueError(f"`lse` must have shape (B, H, T) = ({B}, {Hkv * G}, {T}), got {tuple(lse.shape)}")
+    q, k, s = rows.q.reshape(B, Hkv * G, T, d), rows.k[:, :, 0], rows.spec
+    if route == 'flex': return column_sums_flex(q, k, lse, rows.scale, s.causal, s.window, s.prefix), route
+    sums = column_sums_from_lse(q, k, lse, rows.scale, s.causal) if route == 'flash-cpu' else None
+    if sums is None and requested == 'flash-cpu':
+        raise ValueError("alpha_route='flash-cpu' cannot compute α here: the rows' log-sum-exp spread more than "
+                         f"{_LSE_SPREAD:g}, so e^(low - lse) underflows; use 'flex' or 'chunked'")
+    return sums, route if sums is not None else 'chunked'
+
 @without_grad
 def layer_stats(
     q:Tensor, k:Tensor,           # (B, H, T, d_h), (B, H_kv, T, d_h) after RoPE; or unbatched (H, T, d_h)
     stats:dict[str, HeadStat]|None=None,  # per-head statistics totalled in the same pass (`select_head_stats`)
     compute_alpha:bool=True,      # also α
     op:str='softmax',             # a key of attention.ATTENTION_OPS
-    chunk:int|None=None,          # query rows per chunk; None picks it from a memory budget
+    chunk:int|None=None,          # query rows per chunk; None picks it from `metric_budget`
     proxy:bool=True,              # α of the paper's metric proxy (True) or of the model's own weights (False)
     divisor:str='reference',      # 'reference': T - j as the paper's code; 'visible': the queries that see the key
     lse:Tensor|None=None,         # (B, H, T): each row's log-sum-exp from the forward, so α needs no second row pass
+    alpha_route:str='auto',       # 'auto' or one of ALPHA_ROUTES (`choose_alpha_route`)
+    on_route:Callable[[str], None]|None=None,  # told the route α took
     **kwargs,                     # normalize, window, prefix, causal, scale; slot_k, sink_logit, ... (`QK`)
 ) -> tuple[Tensor|None, dict[str, Tensor]]:   # α (B, H, n_slots + T) or None; {name: (B, H, ...)}
-    "α and per-head statistics of one layer in one pass over its chunks of query rows (α alone from `lse` if it can)."
+    "α and per-head statistics of one layer: α by its route (`choose_alpha_route`), statistics in chunks of rows."
     rows, chunk = QK(q, k, AttentionSpec.pop_from(op, kwargs), **kwargs), check_int(chunk, 'chunk', 1, allow_none=True)
     stats = dict(stats or {})
-    colsum = _fast_column_sums(rows, lse) if compute_alpha and not stats else None
+    colsum, route = _lse_column_sums(rows, lse, alpha_route, bool(stats)) if compute_alpha else (None, 'chunked')
     if compute_alpha and colsum is None: stats[_COLUMNS] = _column_stat(rows, proxy)
-    totals = head_totals(query_chunks(rows, chunk, METRIC_CHUNK_SCORES), stats, rows.T) if stats else {}
+    totals = head_totals(query_chunks(rows, chunk, metric_budget(rows.q.device)), stats, rows.T) if stats else {}
     if not compute_alpha: return None, totals
+    if on_route is not None: on_route(route)
     alpha = _alpha_of(totals.pop(_COLUMNS, colsum), rows, divisor)
     return (alpha[0] if rows.unbatched else alpha), totals
 
@@ -349,19 +436,23 @@ class SinkMeter:
                  head_stats=(),                   # names in head_stats.HEAD_STATISTICS, each (B, L, H, ...)
                  diagonals:dict|None=None,        # {name: (offset, first query)}: per-head diagonal scores
                  residual_entropy:bool=False,     # representation entropy of the residual stream
-                 divisor:str='reference'):        # α's divisor (`importance`): 'reference' or 'visible'
+                 divisor:str='reference',         # α's divisor (`importance`): 'reference' or 'visible'
+                 alpha_route:str='auto'):         # 'auto' or one of ALPHA_ROUTES (`choose_alpha_route`)
         self.alpha_options = alpha_options or (lambda layer: {})
         self.compute_alpha, self.activations, self.residual_entropy = compute_alpha, activations, residual_entropy
         self.head_stats = select_head_stats(head_stats, diagonals)
         self.divisor = check_choice(divisor, 'divisor', DIVISORS)
+        self.alpha_route = check_choice(alpha_route, 'alpha_route', ('auto',) + ALPHA_ROUTES)
         self.alpha, self.stats, self._q, self._lse, self._held = {}, {}, {}, {}, {}
+        self.alpha_routes = {}            # {layer: the route its α took}
 
     def wants(self, name:str) -> bool:
         "Does the meter read the hook point `name`?"
         p = _parse_hook(name)
         if p is None: return False
         if p[1] in ('attn.hook_q', 'attn.hook_k'): return True
-        if p[1] == 'attn.hook_lse': return self.compute_alpha and not (self.head_stats or self.activations)
+        if p[1] == 'attn.hook_lse':
+            return self.compute_alpha and not (self.head_stats or self.activations) and self.alpha_route != 'chunked'
         if p[1] == 'attn.hook_pattern': return self.compute_alpha or bool(self.head_stats)
         return self.activations or (self.residual_entropy and p[1].startswith('hook_resid'))
 
@@ -397,6 +488,7 @@ def _layer_pass(self:SinkMeter, layer:int, q:Tensor, k:Tensor, v:Tensor|None, op
     "α, the head statistics and, given values, what each head writes: one pass over the layer's chunks of query rows."
     stats = self.head_stats | ({} if v is None else _writing_stats(v))
     alpha, values = layer_stats(q, k, stats, self.compute_alpha, divisor=self.divisor, lse=self._lse.pop(layer, None),
+                                 alpha_route=self.alpha_route, on_route=lambda r: self.alpha_routes.update({layer: r}),
                                  **options)
     if alpha is not None: self.alpha[layer] = alpha.cpu()
     self._keep(layer, **values)
