@@ -444,7 +444,6 @@ class SinkMeter:
         self.divisor = check_choice(divisor, 'divisor', DIVISORS)
         self.alpha_route = check_choice(alpha_route, 'alpha_route', ('auto',) + ALPHA_ROUTES)
         self.alpha, self.stats, self._q, self._lse, self._held = {}, {}, {}, {}, {}
-        self.alpha_routes = {}            # {layer: the route its α took}
 
     def wants(self, name:str) -> bool:
         "Does the meter read the hook point `name`?"
@@ -488,8 +487,7 @@ def _layer_pass(self:SinkMeter, layer:int, q:Tensor, k:Tensor, v:Tensor|None, op
     "α, the head statistics and, given values, what each head writes: one pass over the layer's chunks of query rows."
     stats = self.head_stats | ({} if v is None else _writing_stats(v))
     alpha, values = layer_stats(q, k, stats, self.compute_alpha, divisor=self.divisor, lse=self._lse.pop(layer, None),
-                                 alpha_route=self.alpha_route, on_route=lambda r: self.alpha_routes.update({layer: r}),
-                                 **options)
+                                 alpha_route=self.alpha_route, **options)
     if alpha is not None: self.alpha[layer] = alpha.cpu()
     self._keep(layer, **values)
 
