@@ -333,6 +333,7 @@ def unsupported_reason(
 ) -> str|None:                    # None if the backend computes this attention exactly, else why not
     "Why `backend` cannot compute this attention exactly, or None if it can."
     check_choice(backend, 'backend', BACKENDS)
+    head_dim = check_int(head_dim, 'head_dim', 1, allow_none=True)
     if backend in ('eager', 'chunked'): return None
     if not spec.operation.fused: return f"{backend} computes softmax attention only, not op={spec.op!r}"
     cuda = torch.device(device).type == 'cuda'
@@ -567,7 +568,8 @@ def attention_with_lse(
     kernel:str|None=None,          # one of LSE_KERNELS; None: flex on CUDA, else flash-cpu
 ) -> tuple[Tensor, Tensor]|None:   # output (B, H, T, d_v), each row's log-sum-exp (B, H, T); None where it cannot
     "Softmax attention and each query row's log-sum-exp: PyTorch's CPU flash kernel (float32), or flex on CUDA."
-    kernel = check_choice(kernel or ('flex' if q.device.type == 'cuda' else 'flash-cpu'), 'kernel', LSE_KERNELS)
+    if kernel is None: kernel = 'flex' if q.device.type == 'cuda' else 'flash-cpu'
+    check_choice(kernel, 'kernel', LSE_KERNELS)
     if kernel == 'flex':
         if unsupported_reason('flex', device=q.device, head_dim=min(q.shape[-1], v.shape[-1])): return None
         return flex_with_lse(q, k, v, scale, flex_block_mask(q.shape[2], causal, device=q.device.type))

@@ -207,7 +207,7 @@ def flash_passes(
 ) -> list[tuple[int, slice, slice]]:
     "(sample, query heads, key heads) of each pass, so that a pass's queries (or scores) hold at most `budget` floats."
     (B, H, T, d), Hkv = q.shape, k.shape[1]
-    n = max(1, (budget or metric_budget(q.device)) // (H // Hkv * T * (T if scores else d)))   # key heads a pass
+    n = max(1, (metric_budget(q.device) if budget is None else budget) // (H // Hkv * T * (T if scores else d)))
     return [(b, slice(h * H // Hkv, min(Hkv, h + n) * H // Hkv), slice(h, min(Hkv, h + n)))
             for b in range(B) for h in range(0, Hkv, n)]
 
@@ -274,8 +274,9 @@ def alpha_route_reason(
     check_choice(route, 'alpha_route', ALPHA_ROUTES)
     if route == 'chunked': return None
     if stats: return f"{route} computes α alone: head statistics read every chunk's weights, and α joins that pass"
-    if spec.op != 'softmax' or slot or padding or score_bias:
-        return f"{route} sums plain softmax rows only: not op={spec.op!r} with a slot, a padding mask or a score bias"
+    if other := [w for w, on in ((f'op={spec.op!r}', spec.op != 'softmax'), ('a slot', slot),
+                                 ('a padding mask', padding), ('a score bias', score_bias)) if on]:
+        return f"{route} sums plain softmax rows only, not rows with {' and '.join(other)}"
     if dtype == torch.float64: return f"{route} computes in float32: float64 q and k keep float64 in the chunked pass"
     if route == 'flex': return unsupported_reason('flex', spec, device)
     if torch.device(device).type != 'cpu': return "flash-cpu is PyTorch's CPU flash kernel"
@@ -310,6 +311,8 @@ def metric_plan(
     free_bytes:int|None=None,      # as `metric_budget`
 ) -> MetricPlan:
     "The chunks and passes α of one layer takes on `device`, given its free memory."
+    check_tensor(q, 'q', ranks=(4,))
+    check_tensor(k, 'k', ranks=(4,))
     budget = metric_budget(q.device if device is None else device, free_bytes)
     B, H, T, _ = q.shape
     rows = auto_chunk(B, H, T, budget)
@@ -332,7 +335,7 @@ def _lse_column_sums(rows:QK, lse:Tensor|None, requested:str, stats:bool) -> tup
     route = choose_alpha_route(requested, rows.q.device, rows.q.dtype, rows.spec, slot=rows.slot is not None,
                                padding=rows.valid is not None, score_bias=rows.score_bias is not None, stats=stats)
     B, Hkv, G, T, d = rows.q.shape
-    if lse is not None and lse.shape != (B, Hkv * G, T):
+    if lse is not None and check_tensor(lse, 'lse').shape != (B, Hkv * G, T):
         raise ValueError(f"`lse` must have shape (B, H, T) = ({B}, {Hkv * G}, {T}), got {tuple(lse.shape)}")
     q, k, s = rows.q.reshape(B, Hkv * G, T, d), rows.k[:, :, 0], rows.spec
     if route == 'flex': return column_sums_flex(q, k, lse, rows.scale, s.causal, s.window, s.prefix), route
