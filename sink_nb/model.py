@@ -27,7 +27,7 @@ from .positions import POSITIONS, NoPE, PositionName
 # %% auto #0
 __all__ = ['NORMS', 'NormName', 'MLPS', 'MLPName', 'GATES', 'GateName', 'InitName', 'BackendName', 'name_to_config', 'INITS',
            'RMSNorm', 'GatedMLP', 'PlainMLP', 'apply_gate', 'SinkConfig', 'HookPoint', 'SelfAttention', 'Block',
-           'SinkLM', 'name_filter', 'mask_key_hook', 'measure_model', 'n_positions', 'embedding_rows']
+           'SinkLM', 'chunked_loss', 'name_filter', 'mask_key_hook', 'measure_model', 'n_positions', 'embedding_rows']
 
 # %% ../nbs/07_model.ipynb #7aad4f8f
 class RMSNorm(nn.Module):
@@ -371,8 +371,8 @@ def backend_for(self:SinkLM, x:Tensor, mask:Tensor|None=None, requested:str|None
 
 # %% ../nbs/07_model.ipynb #6191ee80
 @patch
-def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=None) -> Tensor:
-    "Logits (B, T, V) of token ids (B, T)."
+def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=None, head:Callable|None=None) -> Tensor:
+    "Logits (B, T, V) of token ids (B, T); with `head`, head(h, lm_head) of the final normed states h (B, T, d)."
     cfg = self.config
     if idx.ndim != 2 or idx.dtype not in (torch.long, torch.int32):
         raise ValueError(f"`idx` must be integer token ids of shape (B, T), got {tuple(idx.shape)} {idx.dtype}")
@@ -387,7 +387,52 @@ def forward(self:SinkLM, idx:Tensor, backend:str|None=None, mask:Tensor|None=Non
     if emb is not None: x = x + emb.to(x.dtype)
     attn_kw = dict(positions=positions, pos=self.pos, backend=self.backend_for(x, mask, backend), mask=mask)
     for block in self.blocks: x = block(x, **attn_kw)
+    if head is not None: return head(self.norm(x)[:, int(cfg.sink_token):], self.lm_head)
     return self.lm_head(self.norm(x))[:, int(cfg.sink_token):]                           # (B, T, V)
+
+# %% ../nbs/07_model.ipynb #5c1e0a02
+def _ce_chunks(h:Tensor, weight:Tensor, targets:Tensor, scale:Tensor, chunk:int, dtype:torch.dtype, grads:bool):
+    "Σ scale · CE of the logits h Wᵀ over rows (N, d), `chunk` at a time; with `grads`, ∂/∂h and ∂/∂W too."
+    loss, grad_h, grad_w = h.new_zeros((), dtype=torch.float32), [], None
+    w = weight.to(dtype)
+    for i in range(0, h.shape[0], chunk):
+        x, t, s = h[i:i + chunk].to(dtype), targets[i:i + chunk, None], scale[i:i + chunk, None]
+        logits = (x @ w.T).float()                                                       # (chunk, V), the only one
+        lse = logits.logsumexp(-1, keepdim=True)
+        loss = loss + (s * (lse - logits.gather(-1, t))).sum()
+        if not grads: continue
+        d = ((logits - lse).exp().scatter_add(-1, t, -torch.ones_like(lse)) * s).to(dtype)   # ∂loss/∂logits
+        grad_h.append((d @ w).to(h.dtype))
+        part = (d.T @ x).float()
+        grad_w = part if grad_w is None else grad_w + part                              # out of place: vmap
+    return loss, (torch.cat(grad_h) if grads else None), (grad_w.to(weight.dtype) if grads else None)
+
+class _ChunkedCE(torch.autograd.Function):
+    "`_ce_chunks` as an autograd op: the forward keeps the gradients it took; backward scales them."
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(h, weight, targets, scale, chunk, dtype):
+        return _ce_chunks(h, weight, targets, scale, chunk, dtype, grads=True)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1], output[2])
+        ctx.save_for_backward(output[1], output[2])
+
+    @staticmethod
+    def backward(ctx, grad_loss, *_):
+        grad_h, grad_w = ctx.saved_tensors
+        return grad_loss * grad_h, grad_loss * grad_w, None, None, None, None
+
+def chunked_loss(h:Tensor, lm_head:nn.Linear, targets:Tensor, weights:Tensor, chunk:int) -> Tensor:
+    "Σ weights · cross-entropy (float32) of lm_head(h) (..., d) against `targets` (...), `chunk` tokens at a time."
+    if not (isinstance(chunk, int) and chunk > 0): raise ValueError(f"`chunk` must be a positive int, got {chunk!r}")
+    if lm_head.bias is not None: raise ValueError("`lm_head` has a bias, which `chunked_loss` does not add")
+    dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
+    args = h.flatten(0, -2), lm_head.weight, targets.flatten(), weights.flatten().float(), chunk, dtype
+    if torch.is_grad_enabled() and (h.requires_grad or lm_head.weight.requires_grad): return _ChunkedCE.apply(*args)[0]
+    return _ce_chunks(*args, grads=False)[0]
 
 # %% ../nbs/07_model.ipynb #32f8fb8e
 def name_filter(f) -> Callable[[str], bool]:

@@ -59,6 +59,7 @@ class TrainConfig:
     seed:NonNegativeInt = 0
     dtype:Literal['auto', 'fp32', 'bf16'] = 'auto'      # 'auto': bf16 autocast on CUDA, fp32 on CPU
     compile:bool = False                # torch.compile the model
+    loss_chunk:PositiveInt|None = None  # tokens per chunk of a loss that never holds all logits; None: the plain loss
     parallel:Literal['ddp', 'fsdp'] = 'ddp'             # under torchrun: DDP or FSDP2
     checkpoint_every:PositiveInt = 500
     checkpoint_schedule:Literal['every', 'log'] = 'every'   # 'log': also at steps 1, 2, 4, ... below it; all kept

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib, copy, itertools, logging, math, os, random, time, warnings
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +21,7 @@ from torch.func import functional_call, vmap
 
 from .data import (RunData, check_token_ids, eval_set, manipulate_batch, prefix_loss_mask, prepare_data)
 from .checks import eval_mode, without_grad
-from .model import SinkConfig, SinkLM, measure_model
+from .model import SinkConfig, SinkLM, chunked_loss, measure_model
 from .checkpoints import checkpoint_due, rng_state, set_rng_state
 from .runs import EvalSet, Run
 from .run_settings import TrainConfig, check_before_claim, cpu_bf16, flat_settings
@@ -105,13 +106,18 @@ def _all_mean(x:float, dist:Dist) -> float:
     return t.item() / dist.world
 
 # %% ../nbs/17_train.ipynb #94faf2f2
-def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
-    "Mean next-token cross-entropy of `batch` (B, T + 1) in float32, over the targets a prefix LM trains on."
+def _loss(model, batch:Tensor, model_cfg:SinkConfig, autocast, chunk:int|None=None) -> Tensor:
+    """Mean next-token cross-entropy of `batch` (B, T + 1) in float32, over the targets a prefix LM trains on; with
+    `chunk`, `chunk` tokens at a time through the output layer (`model.chunked_loss`): no (B, T, V) logits."""
     x, y = batch[:, :-1], batch[:, 1:]
+    keep = prefix_loss_mask(y.shape[1], model_cfg.prefix) if model_cfg.prefix else torch.ones(y.shape[1], dtype=bool)
+    if chunk:
+        weights = keep.to(y.device, torch.float32).expand(y.shape)
+        head = partial(chunked_loss, targets=y, weights=weights / weights.sum(), chunk=chunk)
+        with autocast: return model(x, head=head)
     with autocast: logits = model(x)
     loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction='none').view(y.shape)
-    if model_cfg.prefix: loss = loss[:, prefix_loss_mask(y.shape[1], model_cfg.prefix)]
-    return loss.mean()
+    return (loss[:, keep] if model_cfg.prefix else loss).mean()
 
 # %% ../nbs/17_train.ipynb #8cec2230
 @without_grad
@@ -119,7 +125,7 @@ def evaluate(model:SinkLM, data:RunData|EvalSet, cfg:TrainConfig, device, autoca
     "Validation loss and the sink rates on the probe of `data` (a run's EvalSet); the SinkResult under '_result'."
     evals = data if isinstance(data, EvalSet) else eval_set(data, cfg, model.config.vocab_size)
     with eval_mode(model):
-        losses = [_loss(model, batch.to(device), model.config, autocast).item() for batch in evals.val]
+        losses = [_loss(model, batch.to(device), model.config, autocast, cfg.loss_chunk).item() for batch in evals.val]
         res = measure_model(model, evals.probe.to(device), activations=False, divisor=cfg.divisor)
     rates = res.rate(k=None, eps=cfg.eps)[:cfg.sink_k]
     sink = {str(k + 1): round(float(r), 4) if math.isfinite(r) else None for k, r in enumerate(rates)}   # None: capped
@@ -223,7 +229,8 @@ def _step(run:_TrainState, data:RunData, model_cfg:SinkConfig, cfg:TrainConfig, 
     for i in range(0, share, micro):
         sync = run.dist.world > 1 and cfg.parallel == 'ddp' and i + micro < share
         with run.wrapped.no_sync() if sync else nullcontext():
-            loss = _loss(run.fwd, batch[i:i + micro].to(run.dist.device), model_cfg, run.autocast) * (micro / share)
+            part = batch[i:i + micro].to(run.dist.device)
+            loss = _loss(run.fwd, part, model_cfg, run.autocast, cfg.loss_chunk) * (micro / share)
             loss.backward()
         loss_sum += loss.item()
     loss_sum = _all_mean(loss_sum, run.dist)
@@ -458,11 +465,11 @@ def optimizer_state(self:SeedBatch, s:int) -> dict:
 
 # %% ../nbs/17_train.ipynb #a59c0032
 @patch
-def losses(self:SeedBatch, batches:Tensor, model_cfg:SinkConfig, autocast) -> Tensor:
-    "Each run's mean loss on its own batch: (S, B, T + 1) token ids -> (S,)."
+def losses(self:SeedBatch, batches:Tensor, model_cfg:SinkConfig, autocast, chunk:int|None=None) -> Tensor:
+    "Each run's mean loss on its own batch: (S, B, T + 1) token ids -> (S,); `chunk` as `_loss`'s."
     def one(params, batch):
-        forward = lambda x: functional_call(self.template, (params, self.buffers), (x,))
-        return _loss(forward, batch, model_cfg, autocast)
+        forward = lambda x, **kw: functional_call(self.template, (params, self.buffers), (x,), kw)
+        return _loss(forward, batch, model_cfg, autocast, chunk)
     return vmap(one)(self.params, batches)
 
 @patch
@@ -534,7 +541,8 @@ def _seed_step(batch:SeedBatch, runs:list, model_cfg:SinkConfig, micro:int) -> l
     with warnings.catch_warnings():               # vmap loops over CPU flash attention: its cost is in bench/seed_batch
         warnings.filterwarnings('ignore', message='There is a performance drop because we have not yet implemented')
         for i in range(0, cfg.batch_size, micro):
-            losses = batch.losses(tokens[:, i:i + micro], model_cfg, first.autocast) * (micro / cfg.batch_size)
+            losses = batch.losses(tokens[:, i:i + micro], model_cfg, first.autocast, cfg.loss_chunk)
+            losses = losses * (micro / cfg.batch_size)
             losses.sum().backward()
             sums = [total + loss.item() for total, loss in zip(sums, losses.detach())]
     if cfg.grad_clip: batch.clip(cfg.grad_clip)
