@@ -397,14 +397,16 @@ def _ce_chunks(h:Tensor, weight:Tensor, targets:Tensor, scale:Tensor, chunk:int,
     w = weight.to(dtype)
     for i in range(0, h.shape[0], chunk):
         x, t, s = h[i:i + chunk].to(dtype), targets[i:i + chunk, None], scale[i:i + chunk, None]
-        logits = (x @ w.T).float()                                                       # (chunk, V), the only one
-        lse = logits.logsumexp(-1, keepdim=True)
-        loss = loss + (s * (lse - logits.gather(-1, t))).sum()
+        logits = (x @ w.T).float()                                       # (chunk, V): the chunk's one buffer
+        top, picked = logits.amax(-1, keepdim=True), logits.gather(-1, t)
+        e = logits.sub_(top).exp_()                                      # in place, as are the steps below
+        total = e.sum(-1, keepdim=True)
+        loss = loss + (s * (top + total.log() - picked)).sum()
         if not grads: continue
-        d = ((logits - lse).exp().scatter_add(-1, t, -torch.ones_like(lse)) * s).to(dtype)   # ∂loss/∂logits
+        d = e.mul_(s / total).scatter_add_(-1, t, -s).to(dtype)          # ∂loss/∂logits = s · (softmax - one-hot)
         grad_h.append((d @ w).to(h.dtype))
         part = (d.T @ x).float()
-        grad_w = part if grad_w is None else grad_w + part                              # out of place: vmap
+        grad_w = part if grad_w is None else grad_w.add_(part)
     return loss, (torch.cat(grad_h) if grads else None), (grad_w.to(weight.dtype) if grads else None)
 
 class _ChunkedCE(torch.autograd.Function):
@@ -431,7 +433,7 @@ def chunked_loss(h:Tensor, lm_head:nn.Linear, targets:Tensor, weights:Tensor, ch
     if lm_head.bias is not None: raise ValueError("`lm_head` has a bias, which `chunked_loss` does not add")
     dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
     args = h.flatten(0, -2), lm_head.weight, targets.flatten(), weights.flatten().float(), chunk, dtype
-    if torch.is_grad_enabled() and (h.requires_grad or lm_head.weight.requires_grad): return _ChunkedCE.apply(*args)[0]
+    if torch.is_grad_enabled(): return _ChunkedCE.apply(*args)[0]       # (under vmap `requires_grad` reads False)
     return _ce_chunks(*args, grads=False)[0]
 
 # %% ../nbs/07_model.ipynb #32f8fb8e
