@@ -23,9 +23,15 @@ PEAKS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}                    # bf
 
 
 def flops_per_token(cfg: SinkConfig, T: int) -> float:
-    "Training FLOPs per token as nanoGPT/PaLM count them: 6 per weight that multiplies (LM head in, token table out) + 12·L·d·T."
+    """Training FLOPs per token as nanoGPT and PaLM count them: 6 per weight that multiplies a token's activations
+    (forward 2, backward 4) — every non-embedding weight and the output layer, n_embd × vocab_size, whose product makes
+    the logits; not the input embedding, a row lookup — plus 12 · n_layer · n_embd · T for the attention scores."""
     with torch.device('meta'): weights = SinkLM(cfg).num_params(non_embedding=True) + cfg.n_embd * cfg.vocab_size
     return 6 * weights + 12 * cfg.n_layer * cfg.n_embd * T
+
+
+MFU_FORMULA = ('MFU = FLOPs/token x tokens/s / peak FLOP/s; FLOPs/token = 6 x (non-embedding weights + output layer '
+               'n_embd x vocab) + 12 x n_layer x n_embd x T')
 CASES = {'causal': {}, 'window 128': dict(window=128), 'prefix 8': dict(prefix=8), 'K slot': 'slot',
          'sink logit': 'logit', 'softmax1': dict(op='softmax1')}
 
@@ -42,7 +48,9 @@ def parity(device, dtype, T, H=8, d=64, B=2) -> list[dict]:
         ref, _ = attend(q, k, v, spec, backend='eager', **kw)
         for backend in BACKENDS:
             why = unsupported_reason(backend, spec, device=device, dtype=dtype, slot=bool(kw))
-            if why: rows.append(dict(case=name, backend=backend, skipped=why)); continue
+            if why:
+                rows.append(dict(case=name, backend=backend, skipped=why))
+                continue
             out, _ = attend(q.to(dtype), k.to(dtype), v.to(dtype), spec, backend=backend,
                             **{n: t.to(dtype) for n, t in kw.items()})
             rows.append(dict(case=name, backend=backend, dtype=str(dtype)[6:], max_abs_err=(out.float() - ref).abs().max().item()))
@@ -75,8 +83,10 @@ def run(preset, dtype, compile, steps, T, batch, out, seed=0) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--tiny', action='store_true', help='tiny-cpu, few steps: a smoke test of the script anywhere')
-    p.add_argument('--steps', type=int, default=200); p.add_argument('--T', type=int, default=2048)
-    p.add_argument('--batch', type=int, default=8); p.add_argument('--out', default='gpu_checks.json')
+    p.add_argument('--steps', type=int, default=200)
+    p.add_argument('--T', type=int, default=2048)
+    p.add_argument('--batch', type=int, default=8)
+    p.add_argument('--out', default='gpu_checks.json')
     args = p.parse_args()
     cuda = torch.cuda.is_available()
     device = torch.device('cuda' if cuda else 'cpu')
@@ -86,13 +96,16 @@ def main():
     if not cuda: report['skipped'] += ['no CUDA device: bf16 parity, FlexAttention compiled, flash, MFU and the 60M runs '
                                        'ran as a tiny CPU smoke test instead']
     save = lambda: json.dump(report, open(args.out, 'w'), indent=1)      # after each part: a killed run keeps the rest
-    report['parity'] = parity(device, torch.bfloat16 if cuda else torch.float32, 256 if cuda else 32); save()
-    report['compile_graphs'] = graphs(preset, device, 64); save()
+    report['parity'] = parity(device, torch.bfloat16 if cuda else torch.float32, 256 if cuda else 32)
+    save()
+    report['compile_graphs'] = graphs(preset, device, 64)
+    save()
     report['runs'] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (dtype, compiled, seed) in enumerate([('bf16' if cuda else 'fp32', cuda, 0), ('fp32', False, 0), ('fp32', False, 1)]):
             report['runs'].append(run(preset, dtype, compiled, steps, T, batch, f'{tmp}/run{i}', seed))
-            print(f"  ran {dtype} compile={compiled} seed={seed}", flush=True); save()
+            print(f"  ran {dtype} compile={compiled} seed={seed}", flush=True)
+            save()
     fast, fp32, fp32_seed1 = (r['losses'][-1][1] for r in report['runs'])
     report['loss_gap'], report['seed_noise'] = abs(fp32 - fast), abs(fp32 - fp32_seed1)
     peak = next((v for k, v in PEAKS.items() if cuda and k in report['device']), None)
@@ -108,7 +121,7 @@ def main():
         print(f"  {r['dtype']} compile={r['compile']} seed={r['seed']}: final val loss {r['losses'][-1][1]:.4f}, "
               f"{r['tokens_per_s'] or float('nan'):.0f} tokens/s")
     print(f"  |Δ final val loss| bf16 vs fp32 = {report['loss_gap']:.4f}, fp32 seed 0 vs 1 = {report['seed_noise']:.4f}"
-          + (f"; MFU {report['mfu']:.1%}" if 'mfu' in report else ''))
+          + (f"; MFU {report['mfu']:.1%} ({MFU_FORMULA})" if 'mfu' in report else ''))
     for s in report['skipped']: print(f"  skipped: {s}")
     print(f"wrote {args.out}")
 

@@ -6,7 +6,7 @@
     python bench/train_throughput.py --presets 60M --T 2048 --batch 16 --compile --loss-chunk 0 8192
                                       # the plain loss (0) and the loss in chunks of 8,192 tokens (TrainConfig.loss_chunk)
 
-MFU = FLOPs per token · tokens/s / peak FLOP/s (`MFU_FORMULA`, printed with the table). FLOPs per token
+MFU = FLOPs per token · tokens/s / peak FLOP/s (`gpu_checks.MFU_FORMULA`, printed above the table). FLOPs per token
 (`gpu_checks.flops_per_token`) as nanoGPT and PaLM count them: 6 per weight that multiplies a token's activations,
 forward and backward — every non-embedding weight and the output layer (n_embd × vocab_size: the logits are a matrix
 product), not the input embedding (a row lookup) — plus the attention scores, 12 · n_layer · n_embd · T. The paper's
@@ -20,7 +20,7 @@ import torch
 
 from sink_nb.model import SinkConfig, SinkLM
 from sink_nb.train import TrainConfig, train
-from gpu_checks import PEAKS, flops_per_token
+from gpu_checks import MFU_FORMULA, PEAKS, flops_per_token
 from bench_env import Output
 
 warnings.filterwarnings('ignore', message='.*flex_attention called without torch.compile.*')
@@ -33,8 +33,6 @@ def peak_flops(override):
     return next((v for k, v in PEAKS.items() if k in name), None)
 
 
-MFU_FORMULA = ('MFU = FLOPs/token x tokens/s / peak FLOP/s; FLOPs/token = 6 x (non-embedding weights + output layer '
-               'n_embd x vocab) + 12 x n_layer x n_embd x T')
 DTYPES = {None: 'auto', 'float32': 'fp32', 'bfloat16': 'bf16'}
 
 

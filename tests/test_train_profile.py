@@ -66,3 +66,22 @@ def test_a_caller_decides_on_the_cpu():
     assert train_profile.part_of(op, 512) == 'optimizer'
     assert train_profile.part_of(SimpleNamespace(name='aten::mm', cpu_parent=None, input_shapes=[[8, 64], [64, 512]]),
                                  512) == 'loss/logits'
+
+
+def test_mfu_counts_the_output_layer_not_the_input_table():
+    "60M: 59.0M non-embedding weights (the paper's name) + the 38.7M output layer; the input table is a lookup."
+    from gpu_checks import MFU_FORMULA, flops_per_token
+    from sink_nb.model import SinkConfig
+    cfg = SinkConfig.from_name('60M')
+    assert flops_per_token(cfg, 2048) == 6 * (58_998_528 + 768 * 50_432) + 12 * 10 * 768 * 2048
+    assert 'output layer' in MFU_FORMULA
+
+
+def test_throughput_times_both_losses(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'train_throughput.py'), '--presets', 'tiny-cpu',
+                          '--backends', 'sdpa', '--T', '32', '--steps', '3', '--loss-chunk', '0', '24',
+                          '--json', str(tmp_path / 't.json')], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((tmp_path / 't.json').read_text())['rows']
+    assert [r['loss_chunk'] for r in rows] == [None, 24] and all(r['tokens_per_s'] > 0 for r in rows)
+    assert 'FLOPs/token = 6 x (non-embedding weights + output layer' in out.stdout and 'chunk 24' in out.stdout
