@@ -429,7 +429,10 @@ class _ChunkedCE(torch.autograd.Function):
 
 def chunked_loss(h:Tensor, lm_head:nn.Linear, targets:Tensor, weights:Tensor, chunk:int) -> Tensor:
     "Σ weights · cross-entropy (float32) of lm_head(h) (..., d) against `targets` (...), `chunk` tokens at a time."
-    if not (isinstance(chunk, int) and chunk > 0): raise ValueError(f"`chunk` must be a positive int, got {chunk!r}")
+    if type(chunk) is not int or chunk < 1: raise ValueError(f"`chunk` must be a positive int, got {chunk!r}")
+    if targets.shape != h.shape[:-1] or weights.shape != h.shape[:-1]:
+        raise ValueError(f"`targets` {tuple(targets.shape)} and `weights` {tuple(weights.shape)} must be shaped as the "
+                         f"tokens of `h` {tuple(h.shape[:-1])}")
     if lm_head.bias is not None: raise ValueError("`lm_head` has a bias, which `chunked_loss` does not add")
     dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
     args = h.flatten(0, -2), lm_head.weight, targets.flatten(), weights.flatten().float(), chunk, dtype
