@@ -12,7 +12,8 @@ its name (`PARTS`, first match); matrix products whose shapes hold the vocabular
 as loss/logits, not as matrix products. On a GPU the parts share the device's busy time; `idle` is the step's wall time
 the device spent waiting (launches, Python, the data).
 """
-import argparse, json, os, re, sys, tempfile, time, warnings
+import argparse, json, os, re, tempfile, time, warnings
+from pathlib import Path
 
 import torch
 from torch.autograd import DeviceType
@@ -127,6 +128,9 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument('--out', help='write the command, machine, load and tables to this text file')
     p.add_argument('--json', help='also write the figures to this JSON file')
     args = p.parse_args(argv)
+    for flag in ('out', 'json'):
+        folder = Path(getattr(args, flag) or '.').resolve().parent
+        if not folder.is_dir(): p.error(f"--{flag}: the folder {folder} does not exist")
     if args.loss_chunk < 0: p.error(f"--loss-chunk must be 0 (the plain loss) or >= 1, got {args.loss_chunk}")
     for name in ('skip', 'steps', 'top', 'T', 'batch'):
         if getattr(args, name) < 1: p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")

@@ -33,7 +33,8 @@ def test_cpu_smoke_run(tmp_path):
 
 def test_refusals(capsys):
     for flags, says in ((['--steps', '0'], '--steps must be >= 1'), (['--device', 'cuda'], 'no CUDA device'),
-                        (['--loss-chunk', '-3'], '--loss-chunk must be 0'), (['--skip', '0'], '--skip must be >= 1')):
+                        (['--loss-chunk', '-3'], '--loss-chunk must be 0'), (['--skip', '0'], '--skip must be >= 1'),
+                        (['--json', '/no/such/folder/p.json'], 'does not exist')):
         with pytest.raises(SystemExit): train_profile.parse(flags)
         assert says in capsys.readouterr().err, flags
     assert train_profile.parse(['--loss-chunk', '0']).loss_chunk == 0               # 0: the plain loss
