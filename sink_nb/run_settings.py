@@ -122,7 +122,8 @@ def _settings(cls, values:dict):
     return cls(**values)
 
 # %% ../nbs/10_run_settings.ipynb #b1a54660
-RUNTIME_ONLY = frozenset({'resume', 'overwrite', 'allow_changes', 'progress', 'wandb', 'tensorboard', 'out_dir'})
+RUNTIME_ONLY = frozenset({'resume', 'overwrite', 'allow_changes', 'progress', 'wandb', 'tensorboard', 'out_dir',
+                          'loss_chunk'})
 
 def flat_settings(config:dict, without=()) -> dict:
     "{'model': {...}, 'train': {...}} as flat settings ('model.n_layer': 2, ...), but runtime-only ones and `without`."
