@@ -366,8 +366,7 @@ def backend_for(self:SinkLM, x:Tensor, mask:Tensor|None=None, requested:str|None
     dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
     return choose_backend(requested or cfg.backend, self.blocks[0].attn.spec, x.shape[1], device=x.device, dtype=dtype,
                           slot=cfg.k_bias or cfg.sink_logit, score_bias=POSITIONS[cfg.pos].biases_scores,
-                          padding=mask is not None,
-                          grad=torch.is_grad_enabled())
+                          padding=mask is not None, grad=torch.is_grad_enabled(), head_dim=cfg.head_dim)
 
 # %% ../nbs/07_model.ipynb #6191ee80
 @patch
