@@ -85,7 +85,8 @@ def gpu(results:Path) -> str:
             + "; flash skipped (not installed) | `gpu_checks.json` |",
             f"| compiled 60M forward | {checks['compile_graphs']['graphs']} graph, {checks['compile_graphs']['breaks']} "
             "breaks; the bf16 + compile vs fp32 training runs did not finish in the 90 s limit | `gpu_checks.json` |"]
-    rows += [f"| `train()` 60M, bf16 + compile, {r['backend']}, {a['batch']} × {a['T']}, steps 3–{a['steps']} | "
+    loss = lambda r: f", the loss in chunks of {r['loss_chunk']:,} tokens" if r.get('loss_chunk') else ''
+    rows += [f"| `train()` 60M, bf16 + compile, {r['backend']}{loss(r)}, {a['batch']} × {a['T']}, steps 3–{a['steps']} | "
              f"{r['tokens_per_s']:,.0f} tokens/s, MFU {100 * r['mfu']:.1f} % of 989 TFLOP/s (goal ≥ 40 %) | "
              "`train_throughput.json` |" for r in tp['rows']]
     rows.append(f"| one AdamW step, 60M, bf16 + compile, 8 × 2048 | sink_nb {t['sink_nb']:,.0f}, transformers "

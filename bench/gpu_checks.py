@@ -87,6 +87,7 @@ def main():
     p.add_argument('--T', type=int, default=2048)
     p.add_argument('--batch', type=int, default=8)
     p.add_argument('--out', default='gpu_checks.json')
+    p.add_argument('--parity-only', action='store_true', help='only the backends against eager (a new backend: flash)')
     args = p.parse_args()
     cuda = torch.cuda.is_available()
     device = torch.device('cuda' if cuda else 'cpu')
@@ -98,6 +99,7 @@ def main():
     save = lambda: json.dump(report, open(args.out, 'w'), indent=1)      # after each part: a killed run keeps the rest
     report['parity'] = parity(device, torch.bfloat16 if cuda else torch.float32, 256 if cuda else 32)
     save()
+    if args.parity_only: return _print(report, args.out)
     report['compile_graphs'] = graphs(preset, device, 64)
     save()
     report['runs'] = []
@@ -113,17 +115,22 @@ def main():
     elif cuda: report['skipped'].append(f"MFU: no known bf16 peak for {report['device']}")
     if cuda and torch.cuda.device_count() < 2: report['skipped'].append('2-process FSDP: needs 2 GPUs')
     save()
-    print(f"device {report['device']}, torch {report['torch']}, preset {preset}")
+    _print(report, args.out)
+
+
+def _print(report:dict, out:str):
+    "What the checks found, as the JSON at `out` holds it (the parts that ran)."
+    print(f"device {report['device']}, torch {report['torch']}, preset {report['preset']}")
     for r in report['parity']:
         print(f"  {r['case']:<11} {r['backend']:<8} " + (f"max |Δ| {r['max_abs_err']:.2e}" if 'max_abs_err' in r else f"skipped: {r['skipped']}"))
-    print(f"  compiled forward: {report['compile_graphs']}")
-    for r in report['runs']:
+    if 'compile_graphs' in report: print(f"  compiled forward: {report['compile_graphs']}")
+    for r in report.get('runs', []):
         print(f"  {r['dtype']} compile={r['compile']} seed={r['seed']}: final val loss {r['losses'][-1][1]:.4f}, "
               f"{r['tokens_per_s'] or float('nan'):.0f} tokens/s")
-    print(f"  |Δ final val loss| bf16 vs fp32 = {report['loss_gap']:.4f}, fp32 seed 0 vs 1 = {report['seed_noise']:.4f}"
-          + (f"; MFU {report['mfu']:.1%} ({MFU_FORMULA})" if 'mfu' in report else ''))
+    if 'loss_gap' in report:
+        print(f"  |Δ final val loss| bf16 vs fp32 = {report['loss_gap']:.4f}, fp32 seed 0 vs 1 = "
+              f"{report['seed_noise']:.4f}" + (f"; MFU {report['mfu']:.1%} ({MFU_FORMULA})" if 'mfu' in report else ''))
     for s in report['skipped']: print(f"  skipped: {s}")
-    print(f"wrote {args.out}")
-
+    print(f"wrote {out}")
 
 if __name__ == '__main__': main()

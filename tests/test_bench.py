@@ -1,5 +1,5 @@
 "The benchmarks run end to end at small sizes: metric memory, model speed, training throughput, the GPU checks (dry run)."
-import importlib.util, json, os, pytest, subprocess, sys
+import importlib.util, json, os, pytest, re, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,18 +51,6 @@ def test_train_throughput_small(tmp_path):
     assert 'mfu' not in rows[0], 'no MFU without a known peak (CPU)'
 
 
-def test_gpu_checks_dry_run_says_what_it_skips(tmp_path):
-    "bench/gpu_checks.py without CUDA: every backend against eager on a tiny model, one compiled graph, and a list of skips."
-    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'gpu_checks.py'), '--tiny', '--out', str(tmp_path / 'g.json')],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    report = json.loads((tmp_path / 'g.json').read_text())
-    errors = {(r['case'], r['backend']): r['max_abs_err'] for r in report['parity'] if 'max_abs_err' in r}
-    assert {b for _, b in errors} >= {'eager', 'sdpa', 'flex', 'chunked'} and max(errors.values()) < 1e-5, errors
-    assert report['compile_graphs']['graphs'] == 1 and report['compile_graphs']['breaks'] == 0
-    if not report['device'].startswith(('NVIDIA', 'Tesla')): assert 'no CUDA device' in report['skipped'][0]
-
-
 def test_measure_speed_small(tmp_path):
     "hf.measure_ids against the plain forward on the tiny Llama: both α within 1e-6 of float64 and of each other."
     args = ['--model', 'tiny', '--T', '64', '128', '--out', str(tmp_path / 'ms.txt'), '--json', str(tmp_path / 'rows.json')]
@@ -109,8 +97,9 @@ def test_measure_speed_on_smollm2s_shape_with_random_ids(tmp_path):
     assert timing['T'] == 64 and timing['measure_s'] > 0 and timing['walk_s'] is None and timing['measure_vs_f64'] is None
 
 
-def test_the_gpu_script_without_cuda_is_a_smoke_test_that_leaves_the_gpu_figures_alone():
-    "`.ci/gpu` on a CPU: the checks run tiny, every CUDA part says it skipped, and bench/results/gpu/ is not written."
+def test_the_gpu_script_without_cuda_is_a_cpu_rehearsal_that_leaves_the_gpu_figures_alone():
+    """`.ci/gpu` on a CPU: every part whose script runs there runs its GPU command at a tiny size (the checks: every
+    backend against eager, one compiled graph), the CUDA-only parts say why they skip, bench/results/gpu/ is untouched."""
     import hashlib, torch
     if torch.cuda.is_available(): pytest.skip('this machine has CUDA: .ci/gpu would measure for real')
     figures = ROOT / 'bench' / 'results' / 'gpu'
@@ -118,9 +107,34 @@ def test_the_gpu_script_without_cuda_is_a_smoke_test_that_leaves_the_gpu_figures
     out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu')], capture_output=True, text=True, timeout=900,
                          env={k: v for k, v in os.environ.items() if k not in ('OUT', 'SHARDS')})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    for part in ('checks', 'throughput', 'long', 'peers', 'train', 'torchrun', 'cells'): assert f'== {part} took' in out.stdout
-    assert out.stdout.count('skipped:') >= 6 and 'preset tiny-cpu' in out.stdout
+    for part in ('long', 'profile', 'throughput', 'cells', 'flash', 'checks', 'peers', 'train', 'torchrun'):
+        assert f'== {part} took' in out.stdout
+    assert out.stdout.count('skipped:') >= 5 and 'preset tiny-cpu' in out.stdout
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in figures.iterdir()} == before
+    results = Path(re.search(r'a CPU smoke test, results in (\S+)', out.stdout)[1])
+    report = json.loads((results / 'gpu_checks.json').read_text())
+    errors = {(r['case'], r['backend']): r['max_abs_err'] for r in report['parity'] if 'max_abs_err' in r}
+    assert {b for _, b in errors} >= {'eager', 'sdpa', 'flex', 'chunked'} and max(errors.values()) < 1e-5, errors
+    assert report['compile_graphs']['graphs'] == 1 and report['compile_graphs']['breaks'] == 0
+    assert 'no CUDA device' in report['skipped'][0]
+    routes = {name: [r['alpha_route'] for r in json.loads((results / f'{name}.json').read_text())['rows']]
+              for name in ('measure_long', 'measure_long_chunked')}
+    assert routes == {'measure_long': ['flash-cpu'] * 2, 'measure_long_chunked': ['chunked'] * 2}, routes
+    losses = [r['loss_chunk'] for r in json.loads((results / 'train_throughput.json').read_text())['rows']]
+    assert losses in ([None, 64], [0, 64]), losses                  # the plain loss and the chunked one, as on the GPU
+    for name in ('train_profile', 'train_profile_chunked'): assert (results / f'{name}.json').is_file()
+
+
+def test_the_gpu_calls_fit_a_device_session():
+    "`.ci/gpu --plan`: each call within a call's 600 s, and the two calls of the issue within the session's 15 min."
+    out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu'), '--plan', 'first', 'second'], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seconds = {line.split(':')[0]: int(line.rsplit('= ', 1)[1].rstrip('s')) for line in out.stdout.splitlines()}
+    assert set(seconds) == {'first', 'second'} and max(seconds.values()) <= 560, seconds    # 40 s to install, start
+    assert sum(seconds.values()) <= 780, seconds             # 15 min less about two minutes to start the machine
+    refused = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu'), '--plan', 'bogus'], capture_output=True, text=True)
+    assert refused.returncode == 2 and "unknown part 'bogus'" in refused.stdout
 
 
 @pytest.mark.parametrize('args, says', [(['--T', '64', '--timing-only', '128'], '--timing-only 128: not among --T 64'),
