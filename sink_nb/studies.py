@@ -120,14 +120,17 @@ def train_variant(overrides:dict, seed:int, steps:int|None, out:str, threads:int
 
 def train_variant_seeds(overrides:dict, seeds:list, steps:int|None, outs:list, threads:int,
                         keep_going:bool=False) -> list[str]:
-    "Train one variant for `seeds` into `outs` as one seed batch (`train_seeds`), alone where it cannot; the folders."
+    "Train one variant for `seeds` into `outs` as one seed batch (`train_seeds`), alone where it cannot or need not."
     if _UNREACHED:                                            # in a training process: the parent's late entries
         raise RuntimeError(f"{', '.join(_UNREACHED)} did not reach a training process: define it at the top level of "
                            "an importable module, or train one run at a time (jobs 1)")
     torch.set_num_threads(threads)
     model_cfg = variant_configs(overrides, seeds[0], steps, outs[0])[0]
     cfgs = [variant_configs(overrides, s, steps, out)[1] for s, out in zip(seeds, outs)]
-    if seed_batch_problem(model_cfg, cfgs): return [_alone(model_cfg, cfg, keep_going) for cfg in cfgs]   # compiled
+    # one seed trains alone: the same numbers as a batch of one (17_train), without vmap's cost (4.4 s against 5.1-5.9
+    # s for 150 demo steps); a seed batch's problem (compiled, ...) trains each alone too
+    if len(cfgs) == 1 or seed_batch_problem(model_cfg, cfgs):
+        return [_alone(model_cfg, cfg, keep_going) for cfg in cfgs]
     return [str(p) for p in train_seeds(model_cfg, cfgs, keep_going=keep_going)]
 
 def _alone(model_cfg:SinkConfig, cfg:TrainConfig, keep_going:bool) -> str:
