@@ -1,5 +1,6 @@
 """.ci/test hands pytest its test files longest first (.ci/test_order.py): every file once, the named ones first, and
-pytest collecting them in that order, which it does not when the folder is named as well."""
+pytest and xdist keeping that order (pytest does not when the folder is named as well, xdist not without
+--no-loadscope-reorder)."""
 import re, subprocess, sys
 from pathlib import Path
 
@@ -37,3 +38,4 @@ def test_pytest_collects_named_files_in_the_order_given_and_ci_names_no_folder()
     assert collected == given, collected
     command = next(l for l in (ROOT / '.ci' / 'test').read_text().splitlines() if 'python -m pytest $FILES' in l)
     assert ' tests/ ' not in command and 'tests/test_' not in command, command
+    assert '--no-loadscope-reorder' in command.split()          # else xdist hands out the files with most tests first
