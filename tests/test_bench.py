@@ -125,6 +125,15 @@ def test_the_gpu_script_without_cuda_is_a_cpu_rehearsal_that_leaves_the_gpu_figu
     for name in ('train_profile', 'train_profile_chunked'): assert (results / f'{name}.json').is_file()
 
 
+def test_a_parts_limit_bounds_all_its_commands_together():
+    "`long` runs two commands: with LIMIT_long=3 the part ends by about its 3 s (not 3 s a command: 6 s), and fails."
+    out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu'), 'long'], capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != 'OUT'} | {'LIMIT_long': '3'})
+    assert out.returncode == 1, out.stdout[-2000:]
+    took = int(re.search(r'== long took (\d+)s', out.stdout)[1])
+    assert took <= 5, out.stdout[-2000:]                     # the second command gets what the first left (or 1 s)
+
+
 def test_the_gpu_calls_fit_a_device_session():
     "`.ci/gpu --plan`: each call within a call's 600 s, and the two calls of the issue within the session's 15 min."
     out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu'), '--plan', 'first', 'second'], capture_output=True,
