@@ -134,6 +134,20 @@ def test_a_parts_limit_bounds_all_its_commands_together():
     assert took <= 5, out.stdout[-2000:]                     # the second command gets what the first left (or 1 s)
 
 
+def test_alpha_routes_times_every_route_and_refuses_a_bad_T():
+    "bench/alpha_routes.py (the timings 03_metrics quotes): every route of ALPHA_ROUTES, each within 1e-5 of the walk."
+    from sink_nb.metrics import ALPHA_ROUTES
+    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'alpha_routes.py'), '64'], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {l.split(':')[0].strip(): float(l.rsplit(' ', 1)[1]) for l in out.stdout.splitlines()[1:]}
+    assert set(rows) == set(ALPHA_ROUTES) and max(rows.values()) < 1e-5, out.stdout
+    for bad in ('0', 'x'):
+        refused = subprocess.run([sys.executable, str(ROOT / 'bench' / 'alpha_routes.py'), bad], capture_output=True,
+                                 text=True, timeout=300)
+        assert refused.returncode == 1 and 'usage: python bench/alpha_routes.py T' in refused.stderr
+
+
 def test_the_gpu_calls_fit_a_device_session():
     "`.ci/gpu --plan`: each call within a call's 600 s, and the two calls of the issue within the session's 15 min."
     out = subprocess.run(['bash', str(ROOT / '.ci' / 'gpu'), '--plan', 'first', 'second'], capture_output=True,
