@@ -6,16 +6,16 @@
 from __future__ import annotations
 import contextlib, itertools, math
 
-import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .checks import (check_choice, check_int, check_token_ids, eval_mode, grad_off, interrupt_safe,
                             raise_if_interrupted, without_grad)
-from .hf import run_with_cache
 from .metrics import first_token_norm_ratio
 from .model import SinkLM, embedding_rows, n_positions
+# pandas and transformers (through hf) are imported in the functions that need them: `sink-nb compare` on a toy run
+# imports this module, and answers without seconds of imports it never uses
 
 # %% auto #0
 __all__ = ['BITS', 'GRANULARITIES', 'TARGETS', 'fake_quantize', 'target_set', 'quantisable_linears', 'kv_projections',
@@ -178,8 +178,10 @@ def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
     _check_length(model, ids.shape[1])
     wanted = lambda name: name.endswith('hook_resid_post')
     with eval_mode(model):                                                  # no dropout in a measurement
-        _, cache = model.run_with_cache(ids, names_filter=wanted) if isinstance(model, SinkLM) else \
-            run_with_cache(model, ids, names_filter=wanted)
+        if isinstance(model, SinkLM): _, cache = model.run_with_cache(ids, names_filter=wanted)
+        else:
+            from sink_nb.hf import run_with_cache                           # here: see the imports
+            _, cache = run_with_cache(model, ids, names_filter=wanted)
     norms = [cache[n].float().norm(dim=-1) for n in sorted(cache, key=lambda n: int(n.split('.')[1]))]   # (B, T) each
     return torch.stack([first_token_norm_ratio(h).mean() for h in norms]).cpu()
 
@@ -201,5 +203,6 @@ def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 't
                 continue
             ppl = quantisation_study(model, ids, b, g, k, t)['ppl']
             rows.append(row | dict(ppl=ppl, ratio=ppl / base['ppl'], note=''))
+    import pandas as pd                                                     # here: see the imports
     df = pd.DataFrame(rows)
     return df.drop(columns=[] if df.note.any() else ['note'])     # notes only if any

@@ -84,6 +84,14 @@ def test_cli_help_imports_no_torch():
     assert out.stdout.strip() == '[]', out.stdout
 
 
+def test_a_toy_runs_commands_import_no_transformers():
+    "compare, study and trajectory on a SinkLM run: transformers (about 3 s an import) only where a model needs it."
+    code = ('import sys, sink_nb.run_summaries, sink_nb.studies, sink_nb.trajectory; '
+            'print(sorted(m for m in ("pandas", "transformers") if m in sys.modules))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == '[]', out.stdout
+
+
 NOTEBOOKS = sorted((ROOT / 'nbs').rglob('*.ipynb'))
 NOTEBOOK_MAX_BYTES = 1_000_000
 
