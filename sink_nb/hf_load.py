@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_hf_load.ipynb #7e5af48f
 from __future__ import annotations
-import contextlib, functools, io, warnings
+import contextlib, functools, io, os, warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,13 +58,18 @@ def _reading(path, kw:dict):
 
 # %% ../nbs/18_hf_load.ipynb #b7e3c006
 @interrupt_safe
-def _gguf_name_maps_once():
-    "Within the block, gguf's tensor-name map is built once per (architecture, layers), not once per submodule."
-    import gguf                                      # transformers imports the name from gguf at each call: patch it
-    plain = gguf.get_tensor_name_map
-    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(plain)
+def _gguf_read_once():
+    "Within the block, a GGUF file is parsed once and gguf's tensor-name map built once per (architecture, layers)."
+    import gguf                                      # transformers imports both names from gguf at each call: patch them
+    plain_map, plain_reader = gguf.get_tensor_name_map, gguf.GGUFReader
+    readers = {}
+    def reader(path, mode='r'):
+        key = (os.path.realpath(path), mode)
+        if key not in readers: readers[key] = plain_reader(path, mode)
+        return readers[key]
+    gguf.get_tensor_name_map, gguf.GGUFReader = functools.lru_cache(maxsize=None)(plain_map), reader
     try: yield
-    finally: gguf.get_tensor_name_map = plain
+    finally: gguf.get_tensor_name_map, gguf.GGUFReader = plain_map, plain_reader
 
 
 # %% ../nbs/18_hf_load.ipynb #b1b1024f
@@ -81,13 +86,17 @@ def _resolve_dtype(dtype, device) -> torch.dtype:
     return dtype
 
 # %% ../nbs/18_hf_load.ipynb #b79c99c5
-def load_config(model_or_id):
-    "The model's config, read without its weights."
-    if isinstance(model_or_id, PreTrainedModel): return model_or_id.config
+def _named(model_or_id):
+    "`model_or_id` if it names a model (a hub id, a path or a ModelSource); else the error that says what may be given."
     if not isinstance(model_or_id, (str, Path, ModelSource)):
         raise ValueError("`model_or_id` must be a hub id, a path or a transformers PreTrainedModel, "
                          f"got {type(model_or_id).__name__}")
-    given, src, kw = resolve_model(model_or_id)
+    return model_or_id
+
+def load_config(model_or_id):
+    "The model's config, read without its weights."
+    if isinstance(model_or_id, PreTrainedModel): return model_or_id.config
+    given, src, kw = resolve_model(_named(model_or_id))
     with _reading(given, kw): return AutoConfig.from_pretrained(src, **kw)
 
 # %% ../nbs/18_hf_load.ipynb #a8d3d3c3
@@ -115,22 +124,23 @@ def load_model(
 ) -> tuple[PreTrainedModel, object, str]:  # model (loaded: eval mode; given: as it was), tokenizer, name
     "Load a transformers model and its tokenizer from the hub, a folder or a GGUF file; or pass a loaded one through."
     check_choice(head, 'head', _HEADS)
-    device, config = check_device(device), config or load_config(model_or_id)
+    device = check_device(device)
     if isinstance(model_or_id, PreTrainedModel):
         model, name = model_or_id, getattr(model_or_id, 'name_or_path', '') or type(model_or_id).__name__
         if dtype is not None: model = model.to(_resolve_dtype(dtype, 'cpu'))
         if device is not None: model = model.to(device)
         return model, load_tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
-    (name, src, kw), device = resolve_model(model_or_id), device or _default_device()
+    (name, src, kw), device = resolve_model(_named(model_or_id)), device or _default_device()
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stderr(io.StringIO())   # tqdm bars only:
-    once = _gguf_name_maps_once() if 'gguf_file' in kw else contextlib.nullcontext()
-    with _reading(name, kw), quiet, once:                               # logging keeps the stderr it was made with
-        model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
-                                                   output_loading_info=True, **kw)
-    if missing := sorted(info.get('missing_keys') or []):               # they would be random: a number about nothing
-        raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
-                         f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
-    return model.to(device).eval(), load_tokenizer(tokenizer, model_or_id), name
+    with _gguf_read_once() if 'gguf_file' in kw else contextlib.nullcontext():    # config, weights, tokenizer: 1 parse
+        config = config or load_config(model_or_id)
+        with _reading(name, kw), quiet:                                 # logging keeps the stderr it was made with
+            model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),
+                                                       output_loading_info=True, **kw)
+        if missing := sorted(info.get('missing_keys') or []):           # they would be random: a number about nothing
+            raise ValueError(f"{name}: {len(missing)} weights are missing from its files ({', '.join(missing[:3])}"
+                             f"{' …' if len(missing) > 3 else ''}); measuring it would measure random weights")
+        return model.to(device).eval(), load_tokenizer(tokenizer, model_or_id), name
 
 # %% ../nbs/18_hf_load.ipynb #666fd79d
 def probe_tokenizer(probe:str, tokenizer, model_or_id):

@@ -21,13 +21,25 @@ SINK1 = dict(natural=73.52, random=76.06, repeated=0.00)
 MASSIVE_RATIO_MAX = 164.1                               # max over blocks of mean ‖h_1‖ / mean ‖h_{t>1}‖ (natural text)
 
 
+PARSES = []                                             # each GGUFReader made while the module's model loads
+
+
 @pytest.fixture(scope='module')
 def smollm2():
-    return load_model(GGUF)                               # de-quantised once for the module: ~20-30 s on 2 CPU cores
+    import gguf
+    plain = gguf.GGUFReader
+    class Counted(plain):                                # what transformers constructs, counted
+        def __init__(self, *args, **kwargs):
+            PARSES.append(args[0])
+            super().__init__(*args, **kwargs)
+    gguf.GGUFReader = Counted
+    try: return load_model(GGUF)                          # de-quantised once for the module: ~10-15 s on 2 CPU cores
+    finally: gguf.GGUFReader = plain
 
 
 def test_gguf_loads_as_llama_with_gqa(smollm2):
     model, tok, name = smollm2
+    assert len(PARSES) == 1, PARSES                      # config, weights and tokenizer from one parse (3 before)
     assert type(model).__name__ == 'LlamaModel' and name.endswith('.gguf')
     assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.num_key_value_heads) == (30, 9, 3)
     assert tok is not None and len(tok) >= 49152
