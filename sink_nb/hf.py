@@ -24,7 +24,7 @@ from .checks import (check_bool, check_choice, check_device, check_eps, check_in
                             grad_off, interrupt_safe, without_grad)
 from .data import PROBES
 from .hf_load import (OPEN_MODELS, check_model_T, check_texts, check_windows_seen, layer_windows, load_config,
-                             load_model, model_probe, probe_tokenizer, resolve_model, window_problem)
+                             load_model, model_probe, probe_tokenizer, read_gguf_once, resolve_model, window_problem)
 from .head_stats import select_head_stats
 from .metrics import DIVISORS, SinkMeter, check_probe_length, meter_batches
 from .results import SinkResult
@@ -547,18 +547,18 @@ def measure(
     _check_flags(add_bos=add_bos, activations=activations, pack=pack, progress=progress, allow_longer=allow_longer)
     meter = dict(head_stats=tuple(select_head_stats(head_stats)), divisor=check_choice(divisor, 'divisor', DIVISORS))
     if isinstance(model_or_id, (str, Path)): model_or_id = resolve_model(model_or_id)   # resolved once, used 3×
-    t0, config = time.perf_counter(), load_config(model_or_id)              # config first: positions, vocabulary, BOS
-    check_model_T(config, T, allow_longer, eps, divisor)
-    tok = probe_tokenizer(probe, tokenizer, model_or_id)
-    ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
-                       text_column=text_column)
-    model, tok, name = load_model(model_or_id, False if tok is None else tok, dtype, device, config=config)
+    with read_gguf_once(model_or_id):                                   # a GGUF file: parsed once for all three
+        t0, config = time.perf_counter(), load_config(model_or_id)          # config first: positions, vocabulary, BOS
+        check_model_T(config, T, allow_longer, eps, divisor)
+        tok = probe_tokenizer(probe, tokenizer, model_or_id)
+        ids, info = model_probe(probe, T, n, tok, config, texts=texts, add_bos=add_bos, pack=pack, seed=seed,
+                                text_column=text_column)
+        model, tok, name = load_model(model_or_id, False if tok is None else tok, dtype, device, config=config)
     alpha, stats, route, why = measure_ids(model, ids, batch_size, activations, route, progress, **meter)
     tokens = [tok.convert_ids_to_tokens(row) for row in ids.tolist()] if tok is not None else None
-    n_slots = alpha.shape[-1] - T                                        # 1: each layer's learned sink logit, slot 0
-    meta = _metadata(model, info, n_slots, T=T, eps=eps, route=route, route_reason=why, batch_size=batch_size,
-                     seed=seed, allow_longer=allow_longer, seconds=round(time.perf_counter() - t0, 3), divisor=divisor,
-                     hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
+    meta = _metadata(model, info, n_slots := alpha.shape[-1] - T, T=T, eps=eps, route=route, route_reason=why,
+                     batch_size=batch_size, seed=seed, allow_longer=allow_longer, divisor=divisor, seconds=round(
+                     time.perf_counter() - t0, 3), hidden_states=_HIDDEN if 'hidden_norm' in stats else None)
     return SinkResult(alpha, tokens, name, n_slots, meta, stats, pattern=pattern_from_hf(model, ids, route=route))
 
 # %% ../nbs/19_hf.ipynb #b90cbde9

@@ -19,9 +19,9 @@ from .data import probe_batch
 from .results import key_problems
 
 # %% auto #0
-__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'load_config', 'load_tokenizer', 'load_model', 'probe_tokenizer',
-           'check_length', 'layer_windows', 'check_windows_seen', 'window_problem', 'check_model_T', 'check_texts',
-           'model_probe']
+__all__ = ['OPEN_MODELS', 'ModelSource', 'resolve_model', 'read_gguf_once', 'load_config', 'load_tokenizer', 'load_model',
+           'probe_tokenizer', 'check_length', 'layer_windows', 'check_windows_seen', 'window_problem', 'check_model_T',
+           'check_texts', 'model_probe']
 
 # %% ../nbs/18_hf_load.ipynb #5106c36a
 class ModelSource(NamedTuple):
@@ -60,7 +60,7 @@ def _reading(path, kw:dict):
 @interrupt_safe
 def _gguf_read_once():
     "Within the block, a GGUF file is parsed once and gguf's tensor-name map built once per (architecture, layers)."
-    import gguf                                      # transformers imports both names from gguf at each call: patch them
+    import gguf                                      # transformers imports both from gguf at each call: patch them
     plain_map, plain_reader = gguf.get_tensor_name_map, gguf.GGUFReader
     readers = {}
     def reader(path, mode='r'):
@@ -70,6 +70,12 @@ def _gguf_read_once():
     gguf.get_tensor_name_map, gguf.GGUFReader = functools.lru_cache(maxsize=None)(plain_map), reader
     try: yield
     finally: gguf.get_tensor_name_map, gguf.GGUFReader = plain_map, plain_reader
+
+def read_gguf_once(model_or_id):
+    "A block in which the GGUF file `model_or_id` names (a path or a ModelSource) is parsed once; else a plain block."
+    named = model_or_id.kw if isinstance(model_or_id, ModelSource) else {}
+    is_gguf = 'gguf_file' in named or isinstance(model_or_id, (str, Path)) and str(model_or_id).endswith('.gguf')
+    return _gguf_read_once() if is_gguf else contextlib.nullcontext()
 
 
 # %% ../nbs/18_hf_load.ipynb #b1b1024f
@@ -132,7 +138,7 @@ def load_model(
         return model, load_tokenizer(tokenizer, model_or_id), name             # a model passed in keeps its mode
     (name, src, kw), device = resolve_model(_named(model_or_id)), device or _default_device()
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stderr(io.StringIO())   # tqdm bars only:
-    with _gguf_read_once() if 'gguf_file' in kw else contextlib.nullcontext():    # config, weights, tokenizer: 1 parse
+    with read_gguf_once(model_or_id):                                   # config, weights, tokenizer: one parse
         config = config or load_config(model_or_id)
         with _reading(name, kw), quiet:                                 # logging keeps the stderr it was made with
             model, info = _HEADS[head].from_pretrained(src, config=config, dtype=_resolve_dtype(dtype, device),

@@ -48,15 +48,16 @@ def _measure_hf(model, texts, T:int, n:int, eps:float, divisor:str, dtype, devic
     """A transformers model measured as `sink-nb heads` does: the result, where it came from, the data's name, and
     (model, tokenizer, config) as loaded — with its LM head when `head`='causal_lm', for the costs."""
     from sink_nb.hf import measure                                      # here: see the imports
-    from sink_nb.hf_load import check_model_T, load_config, load_model, resolve_model
+    from sink_nb.hf_load import check_model_T, load_config, load_model, read_gguf_once, resolve_model
     src = resolve_model(model)
-    config = load_config(src)                                          # T checked before the weights load
-    check_model_T(config, T, False, eps, divisor)
-    limit = getattr(config.get_text_config(), 'max_position_embeddings', None)
-    if evict_length and isinstance(limit, int) and evict_length > limit:      # the eviction text, before the weights
-        raise ValueError(f"`window`: the eviction cost streams 4 windows, {evict_length} tokens, beyond the model's "
-                         f"{limit} positions; use window <= {limit // 4}")
-    m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head, progress=progress)
+    with read_gguf_once(src):                                          # a GGUF file: parsed once for all three
+        config = load_config(src)                                      # T checked before the weights load
+        check_model_T(config, T, False, eps, divisor)
+        limit = getattr(config.get_text_config(), 'max_position_embeddings', None)
+        if evict_length and isinstance(limit, int) and evict_length > limit:  # the eviction text, before the weights
+            raise ValueError(f"`window`: the eviction cost streams 4 windows, {evict_length} tokens, beyond the "
+                             f"model's {limit} positions; use window <= {limit // 4}")
+        m, tok, name = load_model(src, dtype=dtype, device=device, config=config, head=head, progress=progress)
     res = measure(m, tok, texts=texts, T=T, n=n, eps=eps, activations=True, pack=True, progress=progress,
                   divisor=divisor, head_stats=('first_key_rows',))
     kind, file = _source_kind(src), Path(src.src, src.kw.get('gguf_file', ''))

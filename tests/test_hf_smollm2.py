@@ -21,25 +21,36 @@ SINK1 = dict(natural=73.52, random=76.06, repeated=0.00)
 MASSIVE_RATIO_MAX = 164.1                               # max over blocks of mean ‖h_1‖ / mean ‖h_{t>1}‖ (natural text)
 
 
-PARSES = []                                             # each GGUFReader made while the module's model loads
+LOAD_PARSES = []                                        # each GGUFReader made while the module's model loads
+
+
+def counting_parses(load, parses:list):
+    "`load()`, with every GGUFReader transformers constructs meanwhile added to `parses`."
+    import gguf
+    plain = gguf.GGUFReader
+    class Counted(plain):
+        def __init__(self, *args, **kwargs):
+            parses.append(args[0])
+            super().__init__(*args, **kwargs)
+    gguf.GGUFReader = Counted
+    try: return load()
+    finally: gguf.GGUFReader = plain
 
 
 @pytest.fixture(scope='module')
 def smollm2():
-    import gguf
-    plain = gguf.GGUFReader
-    class Counted(plain):                                # what transformers constructs, counted
-        def __init__(self, *args, **kwargs):
-            PARSES.append(args[0])
-            super().__init__(*args, **kwargs)
-    gguf.GGUFReader = Counted
-    try: return load_model(GGUF)                          # de-quantised once for the module: ~10-15 s on 2 CPU cores
-    finally: gguf.GGUFReader = plain
+    return counting_parses(lambda: load_model(GGUF), LOAD_PARSES)   # de-quantised once for the module: ~10-15 s
+
+
+def test_measure_parses_the_gguf_once_for_its_config_tokenizer_and_weights():
+    parses = []
+    counting_parses(lambda: measure(GGUF, T=16, n=1, probe='random', progress=False), parses)
+    assert len(parses) == 1, parses                      # 3 before: config, tokenizer and weights each parsed it
 
 
 def test_gguf_loads_as_llama_with_gqa(smollm2):
     model, tok, name = smollm2
-    assert len(PARSES) == 1, PARSES                      # config, weights and tokenizer from one parse (3 before)
+    assert len(LOAD_PARSES) == 1, LOAD_PARSES            # config, weights and tokenizer from one parse (3 before)
     assert type(model).__name__ == 'LlamaModel' and name.endswith('.gguf')
     assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.num_key_value_heads) == (30, 9, 3)
     assert tok is not None and len(tok) >= 49152
