@@ -446,13 +446,14 @@ def _next_stage(bar, what:str):
 def _costs(run:Run|None, loaded:tuple, texts, T:int, n:int, quantize:bool, evict:bool, window:int, sinks:int,
            bar, progress:bool) -> dict:
     "The costs asked for, on the measured model: int8 on the measured samples; eviction on one long text."
-    from sink_nb.hf_load import model_probe                             # here: see the imports
     model, costs = loaded[0], dict(quantisation=None, eviction=None)
     device = next(model.parameters()).device
     if quantize:
         bar.set_description('report: int8 cost')
-        ids = loaded[1] if run is not None else model_probe('natural', T, n, loaded[1], loaded[2], texts=texts,
-                                                                 pack=True)[0]
+        if run is not None: ids = loaded[1]                             # a run's own probe
+        else:                                                           # a transformers model: here, see the imports
+            from sink_nb.hf_load import model_probe
+            ids = model_probe('natural', T, n, loaded[1], loaded[2], texts=texts, pack=True)[0]
         costs['quantisation'] = cost_of_quantising(model, ids.to(device))
         bar.update()
     if evict:

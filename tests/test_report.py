@@ -102,9 +102,20 @@ def test_argument_and_folder_refusals_import_neither_transformers_nor_altair(tin
     assert sorted(p.name for p in (tmp_path / 'mine').iterdir()) == ['notes.txt']
 
 
+REPORT_AND_SAY_WHAT_LOADED = """
+import sys
+from sink_nb.cli import main
+main(sys.argv[1:])
+print(sorted(m for m in ('sink_nb.hf', 'sink_nb.hf_load') if m in sys.modules))
+"""
+
+
 def test_keep_path_keeps_the_models_path_in_the_json(tiny_run, tmp_path):
-    done = run('report', tiny_run.path, '--out', tmp_path / 'rep', '--quiet', '--keep-path')
+    "A run's report (int8 cost included) also loads none of the transformers-model code: seconds of imports a call."
+    done = subprocess.run([sys.executable, '-c', REPORT_AND_SAY_WHAT_LOADED, 'report', str(tiny_run.path), '--out',
+                           str(tmp_path / 'rep'), '--quiet', '--keep-path'], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == '[]', done.stdout[-500:]
     assert json.loads((tmp_path / 'rep' / 'report.json').read_text())['measured']['path'] == str(tiny_run.path)
     assert str(tiny_run.path) not in (tmp_path / 'rep' / 'report.html').read_text()
 
