@@ -60,7 +60,10 @@ def _reading(path, kw:dict):
 @interrupt_safe
 def _gguf_read_once():
     "Within the block, a GGUF file is parsed once and gguf's tensor-name map built once per (architecture, layers)."
-    import gguf                                      # transformers imports both from gguf at each call: patch them
+    try: import gguf                                 # transformers imports both from gguf at each call: patch them
+    except ImportError:                              # transformers' own error, where it reads, names the package
+        yield
+        return
     plain_map, plain_reader = gguf.get_tensor_name_map, gguf.GGUFReader
     readers = {}
     def reader(path, mode='r'):
