@@ -187,7 +187,7 @@ def per_layer_first_token_norm(model, ids:Tensor) -> Tensor:
 
 # %% ../nbs/22_quant.ipynb #02483a65
 def quantisation_table(model, ids:Tensor, bits=(8, 4), granularity=('tensor', 'token'), keep_first=(0, 1),
-                       targets=('acts',)) -> pd.DataFrame:
+                       targets=('acts',)):     # a pandas DataFrame: no annotation that needs pandas at import
     "The baseline and every (targets, bits, granularity, keep_first): ppl and its ratio to the baseline."
     base = quantisation_study(model, ids, bits=None)
     if not math.isfinite(base['ppl']):                                   # every ratio would be NaN or 1, unsaid
