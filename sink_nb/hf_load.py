@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_hf_load.ipynb #7e5af48f
 from __future__ import annotations
-import contextlib, functools, io, os, warnings
+import contextlib, functools, io, os, threading, warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -74,11 +74,18 @@ def _gguf_read_once():
     try: yield
     finally: gguf.get_tensor_name_map, gguf.GGUFReader = plain_map, plain_reader
 
+_GGUF_PATCH = threading.RLock()     # the patch is gguf's, process-wide: one thread's blocks at a time, nested ones too
+
+@contextlib.contextmanager
 def read_gguf_once(model_or_id):
     "A block in which the GGUF file `model_or_id` names (a path or a ModelSource) is parsed once; else a plain block."
     named = model_or_id.kw if isinstance(model_or_id, ModelSource) else {}
     is_gguf = 'gguf_file' in named or isinstance(model_or_id, (str, Path)) and str(model_or_id).endswith('.gguf')
-    return _gguf_read_once() if is_gguf else contextlib.nullcontext()
+    if not is_gguf:
+        yield
+        return
+    with _GGUF_PATCH, _gguf_read_once():      # the lock first, outside the guard: a Ctrl-C while waiting acts at once
+        yield
 
 
 # %% ../nbs/18_hf_load.ipynb #b1b1024f
