@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 
 from sink_nb.runs import Run
+from _cli import sink_nb_cli
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
 
 def run(*args, timeout=600, **env):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=os.environ | env)
+    return sink_nb_cli(*args, timeout=timeout, env=env)
 
 
 def test_entry_point_installed():

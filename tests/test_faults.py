@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sink_nb.runs import Run
+from _cli import sink_nb_cli
 
 JOB = """
 import sys, time
@@ -135,7 +136,6 @@ cfg = TrainConfig(**(dict(steps=30, eval_every=5, checkpoint_every=10, batch_siz
                           val_blocks=32, corpus_args=dict(n=600), progress=False, out_dir=out) | overrides))
 train(model, cfg, callbacks=[lambda step, m, loss: time.sleep(delay)])
 """
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
 
 @pytest.fixture(scope='module')
@@ -159,7 +159,7 @@ def finish(script, out, timeout=120, **overrides):
 
 
 def cli(*args, timeout=300, **kw):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw)
+    return sink_nb_cli(*args, timeout=timeout, **kw)
 
 
 def test_resume_to_fewer_steps_than_the_run_has_taken_is_refused(run_script, tmp_path):

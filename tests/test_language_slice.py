@@ -6,8 +6,8 @@ import json, math, os, shutil, subprocess, sys
 from pathlib import Path
 
 import pytest
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 PACKAGES = ('debian-policy', 'developers-reference', 'dict-devil')     # about 1 MB of prose, 5 MB of downloads
 
 pytestmark = pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which('dpkg-deb') is None,
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(shutil.which('apt-get') is None or shutil.which(
 
 def sink_nb(*args, cwd=None) -> str:
     env = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
-    r = subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
+    r = sink_nb_cli(*args, cwd=cwd, env=env, timeout=900)
     assert r.returncode == 0, f"sink-nb {' '.join(map(str, args))} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return r.stdout
 

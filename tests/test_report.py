@@ -7,13 +7,12 @@ import pytest
 import torch
 
 from sink_nb.runs import Run
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 
 
 def run(*args, timeout=600):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=os.environ | {'HF_HUB_OFFLINE': '1'})
+    return sink_nb_cli(*args, timeout=timeout, env={'HF_HUB_OFFLINE': '1'})
 
 
 def page_checks(out:Path, data:dict) -> str:

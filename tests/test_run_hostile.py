@@ -1,17 +1,17 @@
 """A hostile user against run folders (issue 20): each case here failed on d19a708 — a wrong number shown without a word,
 a run counted twice, a traceback instead of a message — and must now be refused with one clear line or handled."""
-import json, os, shutil, subprocess, sys, time
+import json, os, shutil, subprocess, time
 from pathlib import Path
 
 import pytest
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 DEMO = ('--config', 'demo-softmax', 'steps=20', 'eval_every=10', 'checkpoint_every=10', 'probe_n=16',
         'corpus_args={n: 1536}', 'progress=false')
 
 
 def cli(*args, timeout=300):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return sink_nb_cli(*args, timeout=timeout)
 
 
 def train(out, *overrides):

