@@ -77,6 +77,7 @@ def _demo_table(summary:dict) -> str:
 def _demo_title(summary:dict, seed:int) -> str:
     "What each curve shows, in words from its numbers, one line per variant."
     def said(v, s):
+        if s['peak'] == 0: return f"{v}: no sink above 10 % (0 % at every evaluation)"      # no peak to place
         if s['peak'] <= 10: return f"{v}: no sink above 10 % (peak {s['peak']:.0f} % at step {s['peak_step']})"
         if s['sink_rate'] >= 0.75 * s['peak']:
             return f"{v}: a sink that stays ({s['sink_rate']:.0f} % at step {s['steps']})"

@@ -1,12 +1,9 @@
 """`sink_nb_cli` (tests/_cli.py) answers as the console script does: the same status, stdout and stderr for a refusal, a
 usage error and --version; a timeout kills the call and raises as `subprocess.run` does; the zygote survives a call."""
-import subprocess, sys, time
-from pathlib import Path
+import subprocess, time
 
 import pytest
-from _cli import sink_nb_cli
-
-SINK_NB = Path(sys.executable).parent / 'sink-nb'
+from _cli import SINK_NB, sink_nb_cli
 
 
 @pytest.mark.parametrize('args', [('--version',), ('compare', 'no-such-run'), ('study', 'optimisation'),
