@@ -13,7 +13,7 @@ from test_order import order   # noqa: E402
 
 def longest() -> list[str]:
     "The LONGEST names .ci/test gives .ci/test_order.py."
-    return re.search(r'LONGEST="([^"]*)"', (ROOT / '.ci' / 'test').read_text())[1].split()
+    return re.search(r'^LONGEST="([^"]*)"', (ROOT / '.ci' / 'test').read_text(), re.M)[1].split()
 
 
 def test_every_test_file_once_the_longest_first():
@@ -39,3 +39,32 @@ def test_pytest_collects_named_files_in_the_order_given_and_ci_names_no_folder()
     command = next(l for l in (ROOT / '.ci' / 'test').read_text().splitlines() if 'python -m pytest $FILES' in l)
     assert ' tests/ ' not in command and 'tests/test_' not in command, command
     assert '--no-loadscope-reorder' in command.split()          # else xdist hands out the files with most tests first
+
+
+def nb_longest() -> list[str]:
+    "The NB_LONGEST notebooks .ci/test gives .ci/nbtest.py."
+    return re.search(r'NB_LONGEST="([^"]*)"', (ROOT / '.ci' / 'test').read_text())[1].split()
+
+
+def test_the_notebooks_go_longest_first_each_once_and_as_nbdev_test_collects_them():
+    from nbtest import notebooks, order as nb_order
+    nbs = ROOT / 'nbs'
+    found = notebooks(nbs)
+    files = nb_order(nbs, found, nb_longest())
+    assert sorted(files) == sorted(found) and len(files) == len(set(files))
+    assert [f.relative_to(nbs).as_posix() for f in files[:len(nb_longest())]] == nb_longest()
+    assert nbs / 'experiments' / '04_model_architecture.ipynb' in files[:3]           # the longest: never handed out last
+    assert nbs / 'index.ipynb' in found and not any(f.name.startswith(('_', '.')) for f in found)
+    command = next(l for l in (ROOT / '.ci' / 'test').read_text().splitlines() if l.startswith('python .ci/nbtest.py'))
+    assert '$NB_LONGEST' in command and '--n_workers 2' in command
+
+
+def test_a_notebook_name_that_nbdev_test_would_not_test_is_refused():
+    from nbtest import notebooks, order as nb_order
+    nbs = ROOT / 'nbs'
+    with pytest.raises(ValueError, match='not a notebook nbdev_test would test in .*: 99_gone.ipynb'):
+        nb_order(nbs, notebooks(nbs), ['31_cli.ipynb', '99_gone.ipynb'])
+    with pytest.raises(ValueError, match='named twice'): nb_order(nbs, notebooks(nbs), ['31_cli.ipynb'] * 2)
+    out = subprocess.run([sys.executable, str(ROOT / '.ci' / 'nbtest.py'), 'gone.ipynb'], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 1 and 'not a notebook nbdev_test would test in' in out.stderr and 'gone.ipynb' in out.stderr

@@ -66,9 +66,9 @@ def test_demo_refuses_a_file_as_out_and_a_foreign_file_in_its_run_folder(tmp_pat
 
 @pytest.fixture(scope='module')
 def old_study(tmp_path_factory):
-    "A finished study of two variants, 300 steps; each test re-runs it into a copy."
+    "A finished study of two variants, 150 steps; each test re-runs it into a copy."
     out = tmp_path_factory.mktemp('study') / 'out'
-    res = sink_nb(*STUDY, '--steps', '300', '--jobs', '2', '--out', out)       # as the re-run: it replaces its seeds
+    res = sink_nb(*STUDY, '--steps', '150', '--jobs', '2', '--out', out)       # as the re-run: it replaces its seeds
     assert res.returncode == 0 and (out / 'study.json').exists(), res.stderr[-2000:]
     return out
 
@@ -79,7 +79,7 @@ def test_a_study_interrupted_while_it_re_runs_leaves_no_stale_report_and_no_lock
     Before: the old study.json/study.txt stayed beside replaced runs, each run kept a .lock (jobs 2), a traceback."""
     import shutil
     out = tmp_path / 'out'; shutil.copytree(old_study, out)
-    proc = subprocess.Popen([str(SINK_NB), *STUDY, '--steps', '300', '--jobs', str(jobs), '--out', str(out)],
+    proc = subprocess.Popen([str(SINK_NB), *STUDY, '--steps', '150', '--jobs', str(jobs), '--out', str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     t0 = time.time()
     def training(run:Path) -> bool:                                 # the new run's first evaluation is logged

@@ -1,4 +1,4 @@
-"""Seed batches (`train.train_seeds`) against each seed trained alone: the demo's shapes bit for bit over 300 steps, a
+"""Seed batches (`train.train_seeds`) against each seed trained alone: the demo's shapes bit for bit over 150 steps, a
 language-sized model within a stated tolerance on its first step, a real Ctrl-C in the middle of a batch, and a study's
 seed batches across `--jobs`."""
 import json, os, signal, subprocess, sys, textwrap, time
@@ -26,7 +26,7 @@ def same(a, b) -> bool:
     return a == b
 
 
-def test_a_batch_of_demo_seeds_is_each_seed_alone_bit_for_bit_over_300_steps(tmp_path):
+def test_a_batch_of_demo_seeds_is_each_seed_alone_bit_for_bit_over_150_steps(tmp_path):
     "On one thread, as a study's processes train: on two, a product may split its sums otherwise (1e-8 by step 50)."
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -35,15 +35,17 @@ def test_a_batch_of_demo_seeds_is_each_seed_alone_bit_for_bit_over_300_steps(tmp
 
 
 def check_bit_for_bit(tmp_path):
+    # 150 steps, evaluated every 25: the demo's sink forms by step 100, so the later Sink_k compared are not all 0
+    every = dict(eval_every=25)
     alone, batch = [], []
     for s in (0, 1):
-        model_cfg, cfg = variant_configs({}, s, 300, str(tmp_path / f'alone{s}'))
+        model_cfg, cfg = variant_configs(every, s, 150, str(tmp_path / f'alone{s}'))
         alone.append(train(model_cfg, cfg))
-    cfgs = [variant_configs({}, s, 300, str(tmp_path / f'batch{s}'))[1] for s in (0, 1)]
+    cfgs = [variant_configs(every, s, 150, str(tmp_path / f'batch{s}'))[1] for s in (0, 1)]
     batch = train_seeds(model_cfg, cfgs)
     for a, b in zip(alone, batch):
         assert logged(a) == logged(b)                                   # every evaluation: loss, val loss, every Sink_k
-        assert len(logged(a)) == 7
+        assert len(logged(a)) == 7 and logged(a)[-1][3][1] > 0, logged(a)[-1]         # steps 0, 25, ..., 150; a sink
         for step in Run(a).checkpoints:
             ca, cb = load_checkpoint(a, step), load_checkpoint(b, step)
             assert same(ca['model'], cb['model']) and same(ca['optimizer'], cb['optimizer'])
@@ -93,10 +95,10 @@ train_seeds(variant_configs({}, 0, steps, out)[0], cfgs)
 
 
 def test_a_ctrl_c_in_the_middle_of_a_batch_leaves_each_run_resumable_to_the_same_numbers(tmp_path):
-    whole = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'whole'), '150'], capture_output=True,
+    whole = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'whole'), '100'], capture_output=True,
                            text=True, timeout=600)
     assert whole.returncode == 0, whole.stderr[-2000:]
-    part = subprocess.Popen([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '150'], stderr=subprocess.PIPE,
+    part = subprocess.Popen([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '100'], stderr=subprocess.PIPE,
                             text=True)
     deadline = time.time() + 300
     while not (tmp_path / 'part' / 'seed1' / 'checkpoints' / 'step-50').is_dir() and time.time() < deadline:
@@ -108,12 +110,12 @@ def test_a_ctrl_c_in_the_middle_of_a_batch_leaves_each_run_resumable_to_the_same
         run = Run(tmp_path / 'part' / f'seed{s}')
         assert run.status.startswith('interrupted at step'), run.status
         assert not (run.path / '.lock').exists()
-    again = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '150', 'resume'],
+    again = subprocess.run([sys.executable, '-c', BATCH, str(tmp_path / 'part'), '100', 'resume'],
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     for s in (0, 1):
         a, b = logged(tmp_path / 'whole' / f'seed{s}'), logged(tmp_path / 'part' / f'seed{s}')
-        assert len(a) == 7 and [r[:4] for r in a] == [r[:4] for r in b]              # steps 0, 25, ..., 150
+        assert len(a) == 5 and [r[:4] for r in a] == [r[:4] for r in b]              # steps 0, 25, ..., 100
 
 
 def test_a_study_gives_each_seed_the_same_numbers_in_one_process_or_two(tmp_path):
