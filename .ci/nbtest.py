@@ -53,4 +53,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try: sys.exit(main())
+    except KeyboardInterrupt: sys.exit('.ci/nbtest.py: interrupted')   # the pool's workers stop with it (same group)
