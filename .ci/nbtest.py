@@ -8,14 +8,13 @@ A named notebook that does not exist is refused: a renamed one would otherwise d
 import argparse, sys, time
 from pathlib import Path
 
+from test_order import named_first          # .ci/, this script's folder: the order the pytest files are handed out in
+
 
 def order(nbs:Path, found:list[Path], first:list[str]) -> list[Path]:
     "`first` (paths relative to `nbs`) as named, then the rest of `found` by name; a ValueError naming a stray name."
-    by_name = {p.relative_to(nbs).as_posix(): p for p in sorted(found)}
-    if missing := [name for name in first if name not in by_name]:
-        raise ValueError(f"not a notebook nbdev_test would test in {nbs}: {', '.join(missing)}")
-    if len(set(first)) != len(first): raise ValueError(f"a notebook is named twice: {' '.join(first)}")
-    return [by_name[name] for name in first] + [p for name, p in by_name.items() if name not in first]
+    by_name = {p.relative_to(nbs).as_posix(): p for p in found}
+    return [by_name[name] for name in named_first(list(by_name), first, f'a notebook nbdev_test would test in {nbs}')]
 
 
 def notebooks(nbs:Path) -> list[Path]:

@@ -7,13 +7,18 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent / 'tests'
 
 
+def named_first(available:list[str], first:list[str], what:str) -> list[str]:
+    "`first` as named, then the rest of `available` by name; a ValueError naming what is not `what`, or a name twice."
+    if missing := [name for name in first if name not in available]:
+        raise ValueError(f"not {what}: {', '.join(missing)}")
+    if len(set(first)) != len(first): raise ValueError(f"a name is named twice: {' '.join(first)}")
+    return first + [name for name in sorted(available) if name not in first]
+
+
 def order(first:list[str]) -> list[str]:
     "tests/NAME.py for each of `first`, then the other test files by name; a ValueError naming what is not a test file."
-    files = sorted(p.stem for p in TESTS.glob('test_*.py'))
-    if missing := [name for name in first if name not in files]:
-        raise ValueError(f"not a test file in tests/: {', '.join(missing)}")
-    if len(set(first)) != len(first): raise ValueError(f"a file is named twice: {' '.join(first)}")
-    return [f'tests/{name}.py' for name in first + [f for f in files if f not in first]]
+    files = [p.stem for p in TESTS.glob('test_*.py')]
+    return [f'tests/{name}.py' for name in named_first(files, first, 'a test file in tests/')]
 
 
 if __name__ == '__main__':
