@@ -41,7 +41,7 @@ def key_range(i0:int, i1:int, T:int, causal:bool=True, window:int|None=None, pre
 # %% ../nbs/01_attention.ipynb #5dd0b8ab
 def _softmax(s:Tensor, vis:Tensor) -> Tensor:
     "exp(s) / Σ exp(s) over the visible keys; a row that sees nothing is 0, not NaN."
-    s = s.masked_fill(~vis, -math.inf)
+    s = torch.where(vis, s, -math.inf)        # masked_fill(~vis, -inf)'s values, without negating a full-size mask
     w, dead = torch.softmax(s, -1), s.amax(-1, keepdim=True).isneginf()          # two kernels, not logsumexp's four
     return w.masked_fill(dead, 0.) if w.requires_grad else w.masked_fill_(dead, 0.)
 
@@ -179,7 +179,7 @@ def metric_weights(w:Tensor, op:AttentionOp, normalize:bool) -> Tensor:
 def chunk_weights(s:Tensor, vis:Tensor, op:AttentionOp, normalize:bool, proxy:bool=False) -> Tensor:
     "Weights of scores `s` (..., c, n) under visibility `vis`: the model's (proxy=False) or those the metric reads."
     if op.score_map is None: return NORMALIZERS[op.normalizer](s, vis)
-    w = op.score_map(s).masked_fill(~vis, 0.)
+    w = torch.where(vis, op.score_map(s), 0.)    # masked_fill(~vis, 0.)'s values and gradients, faster
     if normalize: w = NORMALIZERS[op.normalizer](w, vis)
     return metric_weights(w, op, normalize) if proxy else w
 
