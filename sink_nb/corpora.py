@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_corpora.ipynb #d698564f
 from __future__ import annotations
-import codecs, importlib.resources, mmap, os, re, socket, struct, threading, urllib.parse
+import codecs, functools, importlib.resources, mmap, os, re, socket, struct, threading, urllib.parse
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator
@@ -45,13 +45,10 @@ class BigramBackcopy:
     def __post_init__(self):
         check_int(self.vocab_size, 'vocab_size', self.n_triggers + 3)
         if not 0 < self.trigger_mass < 1: raise ValueError(f"`trigger_mass` must be in (0, 1), got {self.trigger_mass}")
-        g, V, k = torch.Generator().manual_seed(self.seed), self.vocab_size, self.n_triggers
-        rest = torch.rand(V, V - 1 - k, generator=g) ** self.sharpness
-        P = torch.zeros(V, V)                                                  # BOS (id 0) is never emitted
-        P[:, 1 + k:] = (1 - self.trigger_mass) * rest / rest.sum(1, keepdim=True)
-        P[:, 1:1 + k] = self.trigger_mass / k
-        self.transition, self.triggers = P, torch.arange(1, 1 + k)            # (V, V), (k,)
-        self.stationary = torch.linalg.matrix_power(P.T, 200) @ torch.full((V,), 1 / V)
+        chain = _bigram_chain(self.vocab_size, self.n_triggers, self.trigger_mass, self.sharpness, self.seed,
+                              torch.get_num_threads())
+        self.transition, self.stationary = (t.clone() for t in chain)          # (V, V), (V,): each instance its own
+        self.triggers = torch.arange(1, 1 + self.n_triggers)                   # (k,)
 
     def sample(self, n:int, length:int, seed:int=0) -> Tensor:   # (n, length) token ids, BOS first
         "`n` sequences of `length` tokens, reproducible from `seed`."
@@ -61,6 +58,17 @@ class BigramBackcopy:
             nxt = torch.multinomial(self.transition[x[:, t - 1]], 1, generator=g).squeeze(1)
             x[:, t] = torch.where(torch.isin(x[:, t - 1], self.triggers), x[:, t - 2], nxt)
         return x
+
+@functools.lru_cache(maxsize=2)       # at vocab 4,096: 64 MB, and 15 s of one core (matrix_power over V x V)
+def _bigram_chain(V:int, k:int, trigger_mass:float, sharpness:float, seed:int, threads:int) -> tuple[Tensor, Tensor]:
+    """The transition matrix and stationary distribution of a chain, computed once per process and thread count (a
+    matrix product's sums may be ordered by the threads that share it): a study's seeds and a batch share one chain."""
+    g = torch.Generator().manual_seed(seed)
+    rest = torch.rand(V, V - 1 - k, generator=g) ** sharpness
+    P = torch.zeros(V, V)                                                      # BOS (id 0) is never emitted
+    P[:, 1 + k:] = (1 - trigger_mass) * rest / rest.sum(1, keepdim=True)
+    P[:, 1:1 + k] = trigger_mass / k
+    return P, torch.linalg.matrix_power(P.T, 200) @ torch.full((V,), 1 / V)
 
 # %% ../nbs/13_corpora.ipynb #2bef89cb
 _FILE_BUILDERS = {'.txt': 'text', '.json': 'json', '.jsonl': 'json', '.parquet': 'parquet', '.csv': 'csv'}
