@@ -464,8 +464,10 @@ def run_stream(args) -> dict:
     from sink_nb.stream import check_study_args, perplexity_by_position, perplexity_past_window, stream_study
     check_outputs([args.model], args.json, args.chart)
     try:
+        # the arguments before the model loads; each policy's `keep` is run by stream_study once T is checked against
+        # the model's positions (`--T 100000` on a 64-position run: refused in 17.7 s, `keep` run 100,000 times each)
         policies = check_study_args(args.T, args.window, args.sinks, args.policies, args.every,
-                                    args.positions or 'cache', bins=args.bins)   # before minutes of streaming
+                                    args.positions or 'cache', bins=args.bins, run_keep=False)
         model, ids = _stream_inputs(args)
         curves = stream_study(model, ids, args.window, args.sinks, policies, args.positions or 'cache', args.every,
                               progress=not args.quiet)

@@ -41,10 +41,12 @@ class Policy:
         except Exception as e:                       # a user's function: its failure named, as a refusal
             raise ValueError(f"policy {self.name!r} fails when token {t} is read: its `keep` raised "
                              f"{type(e).__name__}: {e}") from e
-        keep = [p if type(p) is int else int(p) if isinstance(p, numbers.Integral) else p   # int first: fast
-                for p in raw]
-        if not (isinstance(t, int) and keep and keep[-1] == t
-                and all(isinstance(p, int) and 0 <= p < q for p, q in zip(keep, keep[1:] + [t + 1]))):
+        keep = raw if type(raw) is list and set(map(type, raw)) == {int} else \
+            [p if type(p) is int else int(p) if isinstance(p, numbers.Integral) else p for p in raw]
+        # ints, ascending, 0 first at the least and t last: in C (set, sorted), not a Python loop per position, since
+        # a check runs `keep` at each of T tokens (at T = 100,000: 25 s in a generator's steps)
+        if not (isinstance(t, int) and keep and keep[-1] == t and set(map(type, keep)) == {int} and keep[0] >= 0
+                and keep == sorted(set(keep))):
             raise ValueError(f"policy {self.name!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; "
                              f"a policy keeps positions of 0..{t}, ascending, with {t} last")
         return keep
@@ -205,8 +207,9 @@ def _check_cache(p:Policy, window:int, sinks:int, T:int, sliding:int|None):
                          "cannot bring a key back: stream it on a model without a sliding window, or register it with "
                          "cached=False")
 
-def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None):
-    "Clear errors for a streaming request, found by running the policy's `keep`; the model's position limit, window."
+def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None,
+                      run_keep:bool=True):
+    "Clear errors for a streaming request, found by running the policy's `keep` (unless `run_keep` is False); T, window."
     p = policy_of(policy)
     check_int(window, 'window', 1)
     check_int(sinks, 'sinks', 0)
@@ -215,10 +218,11 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
     if p.sink_slots and sinks == 0:
         raise ValueError(f"`sinks` = 0 keeps no first token: the {policy} policy would keep no sinks; use sinks >= 1, "
                          "or a policy that keeps no sinks")
+    if n_positions is not None and T > n_positions:             # before running `keep` T times: T = 100,000 took 25 s
+        raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
+    if not run_keep: return                                     # the arguments alone: before a model is loaded
     if p.evicts: _check_evicts(p, window, sinks, T)
     if p.evicts and p.cached: _check_cache(p, window, sinks, T, check_int(sliding, 'sliding', 1, allow_none=True))
-    if n_positions is not None and T > n_positions:
-        raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
 
 def sliding_window(model) -> int|None:
     "The smallest sliding window of the KV cache transformers builds for `model` (None: none, or no KV cache)."
@@ -360,7 +364,8 @@ def _check_bins(bins:int, n:int, what:str) -> int:
 
 # %% ../nbs/21_stream.ipynb #4a61a69f
 def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1, positions:str='cache',
-                     n_positions:int|None=None, bins:int|None=None, sliding:int|None=None) -> tuple[str, ...]:
+                     n_positions:int|None=None, bins:int|None=None, sliding:int|None=None,
+                     run_keep:bool=True) -> tuple[str, ...]:
     "Clear errors for a `stream_study` of T tokens (and its table of `bins` rows) before streaming; the policies."
     policies = tuple(POLICIES) if policies is None else policies                 # None: every registered policy
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
@@ -369,7 +374,7 @@ def check_study_args(T:int, window:int, sinks:int=4, policies=None, every:int=1,
     if taken := [p for p in policies if p in TABLE_COLUMNS]:                            # a table row's own columns
         raise ValueError(f"`policies` may not name a policy {taken[0]!r}: the study's table has a column of that name")
     for p in policies:
-        check_stream_args(p, window, sinks, T, n_positions, sliding)                # `sliding`: the model's own window
+        check_stream_args(p, window, sinks, T, n_positions, sliding, run_keep)      # `sliding`: the model's own window
     check_choice(positions, 'positions', ('cache', 'original'))
     check_int(every, 'every', 1)
     grid, slow = _study_grid(T, policies, every), ', '.join(p for p in policies if not policy_of(p).cached)
