@@ -209,7 +209,7 @@ def _check_cache(p:Policy, window:int, sinks:int, T:int, sliding:int|None):
 
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None,
                       run_keep:bool=True):
-    "Clear errors for a streaming request, found by running the policy's `keep` (unless `run_keep` is False); T, window."
+    "Clear errors for a streaming request, found by running the policy's `keep` (if `run_keep`); T, window."
     p = policy_of(policy)
     check_int(window, 'window', 1)
     check_int(sinks, 'sinks', 0)
