@@ -59,6 +59,8 @@ def with_uv(python:Path, args:list[str], log) -> str|None:
     print(f"  install: uv, given pip's settings as {' '.join(options)}", flush=True)
     done = subprocess.run([str(uv), 'pip', 'install', '--python', str(python), *options, *args], env=env, stdout=log,
                           stderr=subprocess.STDOUT)
+    if done.returncode < 0:                          # stopped by a signal (SIGTERM, a Ctrl-C): stop, no pip after it
+        raise SystemExit(f'.ci/install.py: uv was stopped by signal {-done.returncode}; nothing else is installed')
     return None if done.returncode == 0 else f'uv pip install ended with status {done.returncode} (see the log)'
 
 

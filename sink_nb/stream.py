@@ -214,6 +214,7 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
     check_int(window, 'window', 1)
     check_int(sinks, 'sinks', 0)
     check_int(T, 'T', 2)
+    check_bool(run_keep, 'run_keep')
     if p.evicts: _check_window(window, T)                          # a policy that keeps every key has no window
     if p.sink_slots and sinks == 0:
         raise ValueError(f"`sinks` = 0 keeps no first token: the {policy} policy would keep no sinks; use sinks >= 1, "

@@ -74,3 +74,19 @@ def test_a_setting_uv_cannot_be_given_installs_with_pip_and_says_why(tmp_path):
     assert subprocess.run([str(python), '-c', 'import ci_install_probe as p; assert p.ANSWER == 42']).returncode == 0
     failed = subprocess.run(args + ['ci-install-probe-absent'], capture_output=True, text=True, env=env, timeout=300)
     assert failed.returncode != 0 and 'pip, not uv' in failed.stdout      # pip's failure is the script's
+
+
+def test_uv_stopped_by_a_signal_stops_the_install_without_pip(tmp_path):
+    "A uv ended by SIGTERM (or a Ctrl-C) is not a uv that failed: nothing is installed after it, not even by pip."
+    venv = tmp_path / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
+    uv = venv / 'bin' / 'uv'                                        # found there, so none is fetched
+    uv.write_text('#!/bin/sh\nkill -TERM $$\n')
+    uv.chmod(0o755)
+    env = {k: v for k, v in __import__('os').environ.items() if not k.startswith(('UV_', 'PIP_PRE'))}
+    done = subprocess.run([str(venv / 'bin' / 'python'), str(ROOT / '.ci' / 'install.py'), str(tmp_path / 'log'),
+                           '--no-index', '--no-deps', str(tiny_wheel(tmp_path))], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode != 0 and 'uv was stopped by signal 15' in done.stderr, (done.stdout, done.stderr)
+    assert 'pip, not uv' not in done.stdout
+    assert subprocess.run([str(venv / 'bin' / 'python'), '-c', 'import ci_install_probe']).returncode != 0
