@@ -209,7 +209,7 @@ def _check_cache(p:Policy, window:int, sinks:int, T:int, sliding:int|None):
 
 def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|None=None, sliding:int|None=None,
                       run_keep:bool=True):
-    "Clear errors for a streaming request, found by running the policy's `keep` (if `run_keep`); T, window."
+    "Clear errors for a streaming request, found by running `keep` (to its first eviction, or all T if `run_keep`)."
     p = policy_of(policy)
     check_int(window, 'window', 1)
     check_int(sinks, 'sinks', 0)
@@ -221,8 +221,8 @@ def check_stream_args(policy:str, window:int, sinks:int, T:int, n_positions:int|
                          "or a policy that keeps no sinks")
     if n_positions is not None and T > n_positions:             # before running `keep` T times: T = 100,000 took 25 s
         raise ValueError(f"`T` = {T} is beyond the model's {n_positions} positions; use T <= {n_positions}")
-    if not run_keep: return                                     # the arguments alone: before a model is loaded
-    if p.evicts: _check_evicts(p, window, sinks, T)
+    if p.evicts: _check_evicts(p, window, sinks, T)             # `keep` up to its first eviction: a few steps
+    if not run_keep: return                                     # not yet all T of them: before a model is loaded
     if p.evicts and p.cached: _check_cache(p, window, sinks, T, check_int(sliding, 'sliding', 1, allow_none=True))
 
 def sliding_window(model) -> int|None:
