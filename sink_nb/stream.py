@@ -41,10 +41,10 @@ class Policy:
         except Exception as e:                       # a user's function: its failure named, as a refusal
             raise ValueError(f"policy {self.name!r} fails when token {t} is read: its `keep` raised "
                              f"{type(e).__name__}: {e}") from e
-        keep = raw if type(raw) is list and set(map(type, raw)) == {int} else \
-            [p if type(p) is int else int(p) if isinstance(p, numbers.Integral) else p for p in raw]
-        # ints, ascending, 0 first at the least and t last: in C (set, sorted), not a Python loop per position, since
-        # a check runs `keep` at each of T tokens (at T = 100,000: 25 s in a generator's steps)
+        keep = list(raw)                             # a copy: the policy's own list may change after it returns
+        if set(map(type, keep)) != {int}: keep = [int(p) if isinstance(p, numbers.Integral) else p for p in keep]
+        # ints, none below 0, ascending, t last: checked in C (set, sorted), not a Python step per position, since a
+        # check runs `keep` at each of T tokens (at T = 100,000: 25 s of a generator's steps)
         if not (isinstance(t, int) and keep and keep[-1] == t and set(map(type, keep)) == {int} and keep[0] >= 0
                 and keep == sorted(set(keep))):
             raise ValueError(f"policy {self.name!r} keeps {keep[:6]}{' ...' * (len(keep) > 6)} when token {t} is read; "
